@@ -1,0 +1,44 @@
+"""Per-update diagnostics of TRPOPlus, exposed so that callbacks never have to scrape the logger."""
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UpdateDiagnostics:
+    """
+    What one policy update did. ``model.last_update`` holds the latest one.
+
+    :param n_updates: number of updates done, this one included (1 for the first)
+    :param line_search_success: whether a step was accepted
+    :param line_search_iters: candidate steps evaluated by the backtracking line search
+        (0 when the update stopped before the search, e.g. on a non-finite gradient)
+    :param step_fraction: accepted step length / full natural-gradient step length (0.0 on failure)
+    :param kl: ``KL(old || new)`` of the accepted step, NaN on failure (a rejected update is never reported as 0)
+    :param policy_objective: objective (surrogate + ent_coef * entropy) after the update (the old one on failure)
+    :param improvement: new minus old objective (0.0 on failure)
+    :param entropy: mean entropy of the policy on the batch before the update
+    :param ent_coef: entropy coefficient used by this update
+    :param target_kl: trust-region radius used by this update
+    :param cg_damping: conjugate-gradient damping used by this update
+    :param failure_reason: ``None`` on success, else one of ``"line_search_exhausted"``, ``"non_finite_input"``,
+        ``"non_finite_gradient"``, ``"non_finite_direction"``, ``"non_positive_curvature"``
+    """
+
+    n_updates: int
+    line_search_success: bool
+    line_search_iters: int
+    step_fraction: float
+    kl: float
+    policy_objective: float
+    improvement: float
+    entropy: float
+    ent_coef: float
+    target_kl: float
+    cg_damping: float
+    failure_reason: str | None = None
+
+    @property
+    def is_full_step(self) -> bool:
+        """True when the full natural-gradient step was accepted at the first try."""
+        return self.line_search_success and math.isclose(self.step_fraction, 1.0)

@@ -1,0 +1,586 @@
+import warnings
+from collections import deque
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.utils import conjugate_gradient_solver
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, PyTorchObs, Schedule
+from stable_baselines3.common.utils import FloatSchedule, explained_variance
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from sb3_trpo_plus.diagnostics import UpdateDiagnostics
+from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+from sb3_trpo_plus.trust_region import (
+    FisherVectorProduct,
+    JvpFn,
+    detach_distribution,
+    distribution_tensors,
+    functional_jvp,
+    kl_per_sample,
+)
+
+SelfTRPOPlus = TypeVar("SelfTRPOPlus", bound="TRPOPlus")
+
+SUPPORTED_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+# Rolling line-search health: warn when the success rate or the mean accepted step fraction stays this low
+LINE_SEARCH_MIN_SUCCESS_RATE = 0.3
+LINE_SEARCH_MIN_STEP_FRACTION = 0.05
+
+
+def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
+    if isinstance(obs, dict):
+        return {key: value[index] for key, value in obs.items()}
+    return obs[index]
+
+
+def _all_finite(obs: PyTorchObs) -> bool:
+    tensors = obs.values() if isinstance(obs, dict) else [obs]
+    return all(bool(th.isfinite(tensor).all()) for tensor in tensors if tensor.is_floating_point())
+
+
+class TRPOPlus(OnPolicyAlgorithm):
+    """
+    Trust Region Policy Optimization with a consistent entropy bonus (TRPOPlus)
+
+    A drop-in replacement for ``sb3_contrib.TRPO``: same arguments, same meaning, plus
+    an entropy bonus used by both the step direction and the line-search acceptance, an entropy-coefficient decay,
+    honest per-update diagnostics (``model.last_update``; KL is NaN when the line search fails), and an analytic
+    Gauss-Newton Fisher-vector product (no double backward).
+
+    Paper: https://arxiv.org/abs/1502.05477
+    Code: This implementation follows sb3-contrib TRPO (https://github.com/Stable-Baselines-Team/stable-baselines3-contrib)
+    and OpenAI Baselines TRPO (https://github.com/openai/baselines/tree/master/baselines/trpo_mpi)
+    Introduction to TRPO: https://spinningup.openai.com/en/latest/algorithms/trpo.html
+    Fisher-vector product: Martens, "New insights and perspectives on the natural gradient method"
+    (https://arxiv.org/abs/1412.1193), Schulman's thesis p. 40-42 (http://joschu.net/docs/thesis.pdf)
+
+    :param policy: The policy model to use (MlpPolicy, CnnPolicy, ...)
+    :param env: The environment to learn from (if registered in Gym, can be str)
+    :param learning_rate: The learning rate for the value function, it can be a function
+        of the current progress remaining (from 1 to 0)
+    :param n_steps: The number of steps to run for each environment per update
+        (i.e. rollout buffer size is n_steps * n_envs where n_envs is number of environment copies running in parallel)
+    :param batch_size: Minibatch size for the value function
+    :param gamma: Discount factor
+    :param cg_max_steps: maximum number of steps in the Conjugate Gradient algorithm
+        for computing the Hessian vector product
+    :param cg_damping: damping in the Hessian vector product computation (``(F + cg_damping * I) x = g``)
+    :param cg_sub_sampling_factor: compute the Fisher-vector products of the conjugate gradient on every
+        ``cg_sub_sampling_factor``-th sample of the policy batch, while the gradient and the line search use the
+        whole batch (1: no sub-sampling; OpenAI Baselines uses 5)
+    :param line_search_shrinking_factor: step-size reduction factor for the line-search
+        (i.e., ``theta_new = theta + alpha^i * step``)
+    :param line_search_max_iter: maximum number of iteration
+        for the backtracking line-search
+    :param n_critic_updates: number of critic updates (epochs over the rollout) per policy update
+    :param gae_lambda: Factor for trade-off of bias vs variance for Generalized Advantage Estimator
+    :param ent_coef: Entropy coefficient of the objective ``mean(ratio * advantage) + ent_coef * mean(entropy)``.
+        A float or a schedule of the progress remaining (from 1 to 0), like ``learning_rate``. 0 gives plain TRPO.
+    :param ent_coef_decay: multiplied into the entropy coefficient after every policy update, in (0, 1]
+        (e.g. 0.9995 halves it in about 1386 updates; 1.0 disables the decay)
+    :param min_ent_coef: floor of the decayed entropy coefficient, between 0 and the initial ``ent_coef``
+    :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
+        instead of action noise exploration (default: False)
+    :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
+        Default: -1 (only sample at the beginning of the rollout)
+    :param rollout_buffer_class: Rollout buffer class to use. If ``None``, it will be automatically selected.
+    :param rollout_buffer_kwargs: Keyword arguments to pass to the rollout buffer on creation
+    :param normalize_advantage: Whether to normalize or not the advantage
+    :param target_kl: Trust-region radius: the largest ``KL(old || new)`` (mean over the batch of the KL of the
+        joint action distribution) an accepted step may have. Should be small for stability. Values like 0.01, 0.05.
+        Callbacks may change it during training (see ``sb3_trpo_plus.callbacks``).
+    :param sub_sampling_factor: Sub-sample the batch to make computation faster
+        see p40-42 of John Schulman thesis http://joschu.net/docs/thesis.pdf
+    :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
+        the reported success rate, mean episode length, and mean reward over; also the number of updates over
+        which the line-search success rate and mean step fraction are averaged
+    :param tensorboard_log: the log location for tensorboard (if None, no logging)
+    :param policy_kwargs: additional arguments to be passed to the policy on creation
+    :param verbose: the verbosity level: 0 no output, 1 info, 2 debug
+    :param seed: Seed for the pseudo random generators
+    :param device: Device (cpu, cuda, ...) on which the code should be run.
+        Setting it to auto, the code will be run on the GPU if possible.
+    :param _init_setup_model: Whether or not to build the network at the creation of the instance
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 1e-3,
+        n_steps: int = 2048,
+        batch_size: int = 128,
+        gamma: float = 0.99,
+        cg_max_steps: int = 15,
+        cg_damping: float = 0.1,
+        cg_sub_sampling_factor: int = 1,
+        line_search_shrinking_factor: float = 0.8,
+        line_search_max_iter: int = 10,
+        n_critic_updates: int = 10,
+        gae_lambda: float = 0.95,
+        ent_coef: float | Schedule = 0.0,
+        ent_coef_decay: float = 1.0,
+        min_ent_coef: float = 0.0,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[RolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        normalize_advantage: bool = True,
+        target_kl: float = 0.01,
+        sub_sampling_factor: int = 1,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ):
+        _check_arguments(
+            batch_size=batch_size,
+            cg_max_steps=cg_max_steps,
+            cg_damping=cg_damping,
+            cg_sub_sampling_factor=cg_sub_sampling_factor,
+            line_search_shrinking_factor=line_search_shrinking_factor,
+            line_search_max_iter=line_search_max_iter,
+            n_critic_updates=n_critic_updates,
+            ent_coef=ent_coef,
+            ent_coef_decay=ent_coef_decay,
+            min_ent_coef=min_ent_coef,
+            target_kl=target_kl,
+            sub_sampling_factor=sub_sampling_factor,
+            stats_window_size=stats_window_size,
+        )
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=0.0,  # the entropy bonus is handled by TRPOPlus itself (see `ent_coef` below)
+            vf_coef=0.0,  # value function is optimized separately
+            max_grad_norm=0.0,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            _init_setup_model=False,
+            supported_action_spaces=None,  # checked below, with a ValueError instead of an assert
+        )
+
+        if self.env is not None:
+            if not isinstance(self.action_space, SUPPORTED_ACTION_SPACES):
+                raise ValueError(
+                    f"TRPOPlus does not support the action space {self.action_space} (env): "
+                    f"allowed are {', '.join(space.__name__ for space in SUPPORTED_ACTION_SPACES)}"
+                )
+            buffer_size = self.env.num_envs * self.n_steps
+            # Advantage normalization divides by the standard deviation of the (sub-sampled) batch
+            policy_batch_size = -(-buffer_size // sub_sampling_factor)
+            if normalize_advantage and policy_batch_size <= 1:
+                raise ValueError(
+                    "normalize_advantage=True needs a policy batch of at least 2 samples, but "
+                    f"n_steps * n_envs / sub_sampling_factor = {self.n_steps} * {self.env.num_envs} / "
+                    f"{sub_sampling_factor} gives {policy_batch_size}: raise n_steps or set normalize_advantage=False"
+                )
+            if buffer_size % batch_size > 0:
+                warnings.warn(
+                    f"You have specified a mini-batch size of {batch_size},"
+                    f" but because the `RolloutBuffer` is of size `n_steps * n_envs = {buffer_size}`,"
+                    f" after every {buffer_size // batch_size} untruncated mini-batches,"
+                    f" there will be a truncated mini-batch of size {buffer_size % batch_size}\n"
+                    f"We recommend using a `batch_size` that is a factor of `n_steps * n_envs`.\n"
+                    f"Info: (n_steps={self.n_steps} and n_envs={self.env.num_envs})"
+                )
+
+        self.normalize_advantage = normalize_advantage
+        self.batch_size = batch_size
+        # Conjugate gradients parameters
+        self.cg_max_steps = cg_max_steps
+        self.cg_damping = cg_damping
+        self.cg_sub_sampling_factor = cg_sub_sampling_factor
+        # Backtracking line search parameters
+        self.line_search_shrinking_factor = line_search_shrinking_factor
+        self.line_search_max_iter = line_search_max_iter
+        self.target_kl = target_kl
+        self.n_critic_updates = n_critic_updates
+        self.sub_sampling_factor = sub_sampling_factor
+        # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
+        self.ent_coef = ent_coef  # type: ignore[assignment]
+        self.ent_coef_decay = ent_coef_decay
+        self.min_ent_coef = min_ent_coef
+        # Trust-region state that callbacks may adapt; all of it is saved with the model
+        self.initial_target_kl = target_kl
+        self.initial_cg_damping = cg_damping
+        self._ent_coef_decay_factor = 1.0  # ent_coef_decay ** n_updates, kept as a product for exactness of resume
+        self._current_ent_coef = float(FloatSchedule(ent_coef)(1.0))
+        self.last_update: UpdateDiagnostics | None = None
+        self._line_search_window: deque[tuple[bool, float]] = deque(maxlen=stats_window_size)
+        self._line_search_warned = False
+
+        if _init_setup_model:
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self.ent_coef_schedule = FloatSchedule(self.ent_coef)
+
+    @property
+    def current_ent_coef(self) -> float:
+        """The entropy coefficient used by the latest update (the initial one before the first update)."""
+        return self._current_ent_coef
+
+    def _policy_batch(self) -> tuple[PyTorchObs, th.Tensor, th.Tensor, th.Tensor]:
+        """The whole rollout (optionally sub-sampled) as observations, actions, old log-probs and advantages."""
+        rollout_data = next(self.rollout_buffer.get(batch_size=None))
+        index = slice(None, None, self.sub_sampling_factor)
+        actions = rollout_data.actions[index]
+        if isinstance(self.action_space, spaces.Discrete):
+            # Convert discrete action from float to long
+            actions = actions.long().flatten()
+        advantages = rollout_data.advantages[index]
+        if self.normalize_advantage:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        return _index_obs(rollout_data.observations, index), actions, rollout_data.old_log_prob[index], advantages
+
+    def _entropy(self, distribution: Distribution, log_prob: th.Tensor) -> th.Tensor:
+        entropy = distribution.entropy()
+        if entropy is None:
+            # No analytical form (e.g. squashed Gaussian): single-sample estimate, as in PPO
+            return -log_prob.mean()
+        return entropy.mean()
+
+    def _objective(
+        self,
+        distribution: Distribution,
+        actions: th.Tensor,
+        old_log_prob: th.Tensor,
+        advantages: th.Tensor,
+        ent_coef: float,
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """The objective ``L = mean(ratio * advantage) + ent_coef * mean(entropy)`` and the mean entropy."""
+        log_prob = distribution.log_prob(actions)
+        # ratio between old and new policy, should be one at the first iteration
+        ratio = th.exp(log_prob - old_log_prob)
+        entropy = self._entropy(distribution, log_prob)
+        return (advantages * ratio).mean() + ent_coef * entropy, entropy
+
+    def _jvp_fn(self, obs: PyTorchObs, actor_params: list[nn.Parameter]) -> JvpFn:
+        return functional_jvp(self.policy, obs, actor_params)
+
+    def _update_policy(self, ent_coef: float, actor_params: list[nn.Parameter]) -> UpdateDiagnostics:
+        """
+        One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * mean(entropy)``:
+        gradient, conjugate gradient with the Fisher-vector product, backtracking line search on the same ``L``.
+        """
+        target_kl, cg_damping = self.target_kl, self.cg_damping
+
+        def failed(reason: str, objective: float, entropy: float, iters: int = 0) -> UpdateDiagnostics:
+            return UpdateDiagnostics(
+                n_updates=self._n_updates + 1,
+                line_search_success=False,
+                line_search_iters=iters,
+                step_fraction=0.0,
+                kl=float("nan"),
+                policy_objective=objective,
+                improvement=0.0,
+                entropy=entropy,
+                ent_coef=ent_coef,
+                target_kl=target_kl,
+                cg_damping=cg_damping,
+                failure_reason=reason,
+            )
+
+        obs, actions, old_log_prob, advantages = self._policy_batch()
+        if not (_all_finite(obs) and bool(th.isfinite(advantages).all()) and bool(th.isfinite(old_log_prob).all())):
+            return failed("non_finite_input", float("nan"), float("nan"))
+
+        # Surrogate policy objective (with the entropy bonus) and its gradient
+        distribution = self.policy.get_distribution(obs)
+        old_distribution = detach_distribution(distribution)
+        objective, entropy = self._objective(distribution, actions, old_log_prob, advantages, ent_coef)
+        grads = th.autograd.grad(objective, actor_params, retain_graph=True, allow_unused=True)
+        gradient = th.cat(
+            [(grad if grad is not None else th.zeros_like(param)).reshape(-1) for grad, param in zip(grads, actor_params)]
+        )
+        old_objective, old_entropy = objective.item(), entropy.item()
+        if not bool(th.isfinite(gradient).all()):
+            return failed("non_finite_gradient", old_objective, old_entropy)
+
+        # Fisher-vector product (F + damping * I) v, on a sub-sample of the batch if asked
+        if self.cg_sub_sampling_factor > 1:
+            fvp_obs = _index_obs(obs, slice(None, None, self.cg_sub_sampling_factor))
+            fvp_distribution = self.policy.get_distribution(fvp_obs)
+        else:
+            fvp_obs, fvp_distribution = obs, distribution
+        fisher_vector_product = FisherVectorProduct(
+            fvp_distribution, actor_params, self._jvp_fn(fvp_obs, actor_params), cg_damping
+        )
+
+        # Conjugate gradient: search direction s = (F + damping * I)^-1 g
+        search_direction = conjugate_gradient_solver(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
+        if not bool(th.isfinite(search_direction).all()):
+            return failed("non_finite_direction", old_objective, old_entropy)
+        # Largest step along s with quadratic KL model 0.5 * beta^2 * s^T F s = target_kl
+        curvature = th.dot(search_direction, fisher_vector_product(search_direction, retain_graph=False)).item()
+        if not (np.isfinite(curvature) and curvature > 0.0):
+            return failed("non_positive_curvature", old_objective, old_entropy)
+        full_step = np.sqrt(2.0 * target_kl / curvature) * search_direction
+        del fisher_vector_product, fvp_distribution, distribution  # free the graphs before the line search
+
+        # Line search (backtracking) on the same objective L, under the KL constraint
+        original_params = parameters_to_vector(actor_params).detach()
+        step_fraction = 1.0
+        with th.no_grad():
+            for iteration in range(1, self.line_search_max_iter + 1):
+                vector_to_parameters(original_params + step_fraction * full_step, actor_params)
+                new_distribution = self.policy.get_distribution(obs)
+                new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
+                kl = kl_per_sample(old_distribution, new_distribution).mean()
+                new_objective_value, kl_value = new_objective.item(), kl.item()
+                # Acceptance: the objective improves and the step stays inside the trust region
+                if (
+                    np.isfinite(new_objective_value)
+                    and np.isfinite(kl_value)
+                    and new_objective_value > old_objective
+                    and kl_value <= target_kl
+                ):
+                    return UpdateDiagnostics(
+                        n_updates=self._n_updates + 1,
+                        line_search_success=True,
+                        line_search_iters=iteration,
+                        step_fraction=step_fraction,
+                        kl=kl_value,
+                        policy_objective=new_objective_value,
+                        improvement=new_objective_value - old_objective,
+                        entropy=old_entropy,
+                        ent_coef=ent_coef,
+                        target_kl=target_kl,
+                        cg_damping=cg_damping,
+                    )
+                step_fraction *= self.line_search_shrinking_factor
+            # No acceptable step: restore the parameters exactly
+            vector_to_parameters(original_params, actor_params)
+        return failed("line_search_exhausted", old_objective, old_entropy, iters=self.line_search_max_iter)
+
+    def _critic_value_fn(self, observations: PyTorchObs) -> Callable[[th.Tensor], th.Tensor]:
+        """
+        A function from minibatch indices to value predictions, differentiable in the critic-only parameters.
+
+        With a features extractor shared with the actor (SB3's default), the critic may only train what the actor
+        does not use (the critic's MLP and value head; sb3-contrib TRPO discards the shared gradients too), so the
+        shared features are computed once, without gradient, instead of once per minibatch and epoch.
+        """
+        policy = self.policy
+        if isinstance(policy, ActorCriticPolicy) and policy.share_features_extractor:
+            with th.no_grad():
+                features = policy.extract_features(observations)  # type: ignore[call-arg]
+
+            def values_from_features(index: th.Tensor) -> th.Tensor:
+                return policy.value_net(policy.mlp_extractor.forward_critic(features[index]))  # type: ignore[index]
+
+            return values_from_features
+
+        def values_from_observations(index: th.Tensor) -> th.Tensor:
+            return policy.predict_values(_index_obs(observations, index))
+
+        return values_from_observations
+
+    def _update_critic(self, actor_params: set[nn.Parameter]) -> list[float]:
+        """``n_critic_updates`` epochs of minibatch regression of the value function on the GAE returns."""
+        rollout_data = next(self.rollout_buffer.get(batch_size=None))
+        returns = rollout_data.returns
+        values_of = self._critic_value_fn(rollout_data.observations)
+        critic_params = [param for param in self.policy.parameters() if param not in actor_params]
+        n_samples = returns.shape[0]
+        value_losses = []
+        for _ in range(self.n_critic_updates):
+            permutation = th.randperm(n_samples, device=self.device)
+            for start in range(0, n_samples, self.batch_size):
+                index = permutation[start : start + self.batch_size]
+                value_loss = F.mse_loss(returns[index], values_of(index).flatten())
+                if not th.isfinite(value_loss):
+                    continue  # never let a non-finite loss reach the weights
+                self.policy.optimizer.zero_grad()
+                value_loss.backward()
+                # Removing gradients of parameters shared with the actor
+                # otherwise it defeats the purposes of the KL constraint
+                for param in actor_params:
+                    param.grad = None
+                if not all(bool(th.isfinite(param.grad).all()) for param in critic_params if param.grad is not None):
+                    continue
+                self.policy.optimizer.step()
+                value_losses.append(value_loss.item())
+        return value_losses
+
+    def _actor_params(self) -> list[nn.Parameter]:
+        """
+        The parameters the action distribution depends on, in ``policy.parameters()`` order.
+
+        Found through the autograd graph of one observation, not from parameter names, so that custom policies and
+        ``share_features_extractor`` True or False are handled alike.
+        """
+        obs = _index_obs(next(self.rollout_buffer.get(batch_size=None)).observations, slice(0, 1))
+        if isinstance(obs, dict):
+            obs = {key: th.nan_to_num(value) for key, value in obs.items()}
+        else:
+            obs = th.nan_to_num(obs)
+        params = [param for param in self.policy.parameters() if param.requires_grad]
+        outputs = distribution_tensors(self.policy.get_distribution(obs))
+        grads = th.autograd.grad(sum(output.sum() for output in outputs), params, allow_unused=True)
+        return [param for param, grad in zip(params, grads, strict=True) if grad is not None]
+
+    def _record_line_search_health(self, diagnostics: UpdateDiagnostics) -> None:
+        self._line_search_window.append((diagnostics.line_search_success, diagnostics.step_fraction))
+        success_rate = float(np.mean([success for success, _ in self._line_search_window]))
+        step_fraction_mean = float(np.mean([fraction for _, fraction in self._line_search_window]))
+        self.logger.record("train/line_search_success_rate", success_rate)
+        self.logger.record("train/step_fraction_mean", step_fraction_mean)
+        # Judge the health only once the window holds enough updates to mean something
+        enough = len(self._line_search_window) >= min(10, self._line_search_window.maxlen or 10)
+        in_trouble = enough and (
+            success_rate < LINE_SEARCH_MIN_SUCCESS_RATE or step_fraction_mean < LINE_SEARCH_MIN_STEP_FRACTION
+        )
+        if in_trouble and not self._line_search_warned:
+            warnings.warn(
+                f"TRPOPlus line search unhealthy over the last {len(self._line_search_window)} updates: "
+                f"success rate {success_rate:.0%}, mean step fraction {step_fraction_mean:.3f}. "
+                "The policy is barely changing. What usually helps: a smaller target_kl or a larger cg_damping "
+                "(or sb3_trpo_plus.callbacks.AdaptiveTrustRegionCallback, which adapts both), more line-search "
+                "iterations, or a lower ent_coef.",
+                RuntimeWarning,
+            )
+        self._line_search_warned = in_trouble
+        self.logger.record("train/line_search_warning", float(in_trouble))
+
+    def train(self) -> None:
+        """
+        Update policy using the currently gathered rollout buffer.
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+        # Update optimizer learning rate (critic)
+        self._update_learning_rate(self.policy.optimizer)
+        # Entropy coefficient of this update: schedule * decay ** n_updates, floored
+        ent_coef = max(
+            self.min_ent_coef, float(self.ent_coef_schedule(self._current_progress_remaining)) * self._ent_coef_decay_factor
+        )
+        self._current_ent_coef = ent_coef
+
+        # Actor: one trust-region step
+        actor_params = self._actor_params()
+        diagnostics = self._update_policy(ent_coef, actor_params)
+        # Critic: regression on the GAE returns, never touching what the actor uses
+        value_losses = self._update_critic(set(actor_params))
+
+        self._n_updates += 1
+        self._ent_coef_decay_factor *= self.ent_coef_decay
+        self.last_update = diagnostics
+        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+
+        # Logs (the sb3-contrib TRPO keys first)
+        self.logger.record("train/policy_objective", diagnostics.policy_objective)
+        self.logger.record("train/value_loss", np.mean(value_losses) if value_losses else float("nan"))
+        self.logger.record("train/kl_divergence_loss", diagnostics.kl)
+        self.logger.record("train/explained_variance", explained_var)
+        self.logger.record("train/is_line_search_success", float(diagnostics.line_search_success))
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/entropy", diagnostics.entropy)
+        self.logger.record("train/ent_coef", ent_coef)
+        self.logger.record("train/line_search_iters", diagnostics.line_search_iters)
+        self.logger.record("train/step_fraction", diagnostics.step_fraction)
+        self.logger.record("train/target_kl", diagnostics.target_kl)
+        self.logger.record("train/cg_damping", diagnostics.cg_damping)
+        self._record_line_search_health(diagnostics)
+
+    def learn(
+        self: SelfTRPOPlus,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "TRPOPlus",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfTRPOPlus:
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
+
+
+def _check_arguments(
+    *,
+    batch_size: int,
+    cg_max_steps: int,
+    cg_damping: float,
+    cg_sub_sampling_factor: int,
+    line_search_shrinking_factor: float,
+    line_search_max_iter: int,
+    n_critic_updates: int,
+    ent_coef: float | Schedule,
+    ent_coef_decay: float,
+    min_ent_coef: float,
+    target_kl: float,
+    sub_sampling_factor: int,
+    stats_window_size: int,
+) -> None:
+    """Raise a ``ValueError`` naming the first argument outside its allowed range."""
+
+    def finite(value: float) -> bool:
+        return isinstance(value, (int, float, np.floating, np.integer)) and bool(np.isfinite(value))
+
+    if not (finite(target_kl) and target_kl > 0):
+        raise ValueError(f"target_kl must be a finite number > 0, got {target_kl!r}")
+    if not (finite(cg_damping) and cg_damping >= 0):
+        raise ValueError(f"cg_damping must be a finite number >= 0, got {cg_damping!r}")
+    if not (finite(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
+        raise ValueError(f"line_search_shrinking_factor must be in the open interval (0, 1), got {line_search_shrinking_factor!r}")
+    for name, value, minimum in (
+        ("line_search_max_iter", line_search_max_iter, 1),
+        ("cg_max_steps", cg_max_steps, 1),
+        ("cg_sub_sampling_factor", cg_sub_sampling_factor, 1),
+        ("sub_sampling_factor", sub_sampling_factor, 1),
+        ("batch_size", batch_size, 1),
+        ("n_critic_updates", n_critic_updates, 0),
+        ("stats_window_size", stats_window_size, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    initial_ent_coef = ent_coef(1.0) if callable(ent_coef) else ent_coef
+    if not (finite(initial_ent_coef) and initial_ent_coef >= 0):
+        raise ValueError(f"ent_coef must be a finite number >= 0 (or a schedule starting at one), got {initial_ent_coef!r}")
+    if not (finite(ent_coef_decay) and 0 < ent_coef_decay <= 1):
+        raise ValueError(f"ent_coef_decay must be in the interval (0, 1] (1 disables the decay), got {ent_coef_decay!r}")
+    if not (finite(min_ent_coef) and 0 <= min_ent_coef <= initial_ent_coef):
+        raise ValueError(
+            f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}"
+        )

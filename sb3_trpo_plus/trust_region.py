@@ -1,0 +1,239 @@
+"""
+Numerical pieces of the trust-region update, typed and testable on their own.
+
+The Fisher information matrix of a policy with distribution parameters ``y = f(obs; theta)`` is the Hessian of
+``KL(pi_old || pi_theta)`` at ``theta = theta_old``. By the chain rule it is a Gauss-Newton product
+
+    F = (1 / N) * sum_n J_n^T M_n J_n
+
+with ``J_n`` the Jacobian of the distribution parameters of sample ``n`` with respect to ``theta`` and ``M_n`` the
+Hessian of the KL in those parameters (the Fisher metric of the distribution family). ``M`` is known in closed form
+for every action distribution of Stable-Baselines3, so ``F v`` needs one forward-mode product ``J v``, one closed-form
+product ``M (J v)`` and one backward pass ``J^T u``: no second-order autograd graph.
+
+Closed forms used here (``p``: probabilities, ``sigma``: standard deviation):
+
+- Categorical, on logits: ``M = diag(p) - p p^T``
+- MultiCategorical: block diagonal of the above, one block per action dimension
+- Bernoulli, on logits: ``M = diag(p (1 - p))``
+- Gaussian (diagonal, gSDE, squashed), on ``(mean, std)``: ``M = diag(1 / sigma^2, 2 / sigma^2)``
+
+This module uses nothing else of ``sb3_trpo_plus``.
+"""
+
+import copy
+from collections.abc import Callable, Sequence
+
+import torch as th
+from stable_baselines3.common.distributions import (
+    BernoulliDistribution,
+    CategoricalDistribution,
+    DiagGaussianDistribution,
+    Distribution,
+    MultiCategoricalDistribution,
+    StateDependentNoiseDistribution,
+    kl_divergence,
+)
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import PyTorchObs
+from torch import nn
+from torch.func import functional_call, jvp
+
+SUPPORTED_DISTRIBUTIONS = (
+    CategoricalDistribution,
+    MultiCategoricalDistribution,
+    BernoulliDistribution,
+    DiagGaussianDistribution,
+    StateDependentNoiseDistribution,
+)
+
+
+def _is_gaussian(distribution: Distribution) -> bool:
+    return isinstance(distribution, (DiagGaussianDistribution, StateDependentNoiseDistribution))
+
+
+def distribution_tensors(distribution: Distribution) -> list[th.Tensor]:
+    """
+    The tensors that parametrize an SB3 action distribution, in the order used by :func:`fisher_metric_product`.
+
+    :param distribution: an SB3 distribution on which ``proba_distribution`` was called
+    :return: ``[logits]`` (Categorical, Bernoulli), one logits tensor per action dimension (MultiCategorical)
+        or ``[mean, std]`` (Gaussian families), each of shape ``(batch_size, ...)``
+    """
+    if isinstance(distribution, MultiCategoricalDistribution):
+        return [dist.logits for dist in distribution.distribution]
+    if isinstance(distribution, (CategoricalDistribution, BernoulliDistribution)):
+        return [distribution.distribution.logits]
+    if _is_gaussian(distribution):
+        return [distribution.distribution.loc, distribution.distribution.scale]
+    raise ValueError(
+        f"Unsupported action distribution {type(distribution).__name__}: "
+        f"expected one of {[cls.__name__ for cls in SUPPORTED_DISTRIBUTIONS]}"
+    )
+
+
+def fisher_metric_product(
+    distribution: Distribution, tensors: Sequence[th.Tensor], tangents: Sequence[th.Tensor]
+) -> list[th.Tensor]:
+    """
+    Per-sample product ``M_n t_n`` of the Hessian of ``KL(old || new)`` in the distribution parameters
+    (evaluated at ``new = old``) with tangents ``t`` of those parameters.
+
+    :param distribution: the distribution (only its type is used)
+    :param tensors: the (detached) distribution parameters at which ``M`` is evaluated
+        (see :func:`distribution_tensors`)
+    :param tangents: one tangent per tensor, same shapes
+    :return: ``M t``, one tensor per distribution parameter tensor
+    """
+    if isinstance(distribution, (CategoricalDistribution, MultiCategoricalDistribution)):
+        products = []
+        for logits, tangent in zip(tensors, tangents, strict=True):
+            probs = th.softmax(logits, dim=-1)
+            weighted = probs * tangent
+            products.append(weighted - probs * weighted.sum(dim=-1, keepdim=True))
+        return products
+    if isinstance(distribution, BernoulliDistribution):
+        probs = th.sigmoid(tensors[0])
+        return [probs * (1.0 - probs) * tangents[0]]
+    if _is_gaussian(distribution):
+        inv_variance = tensors[1].pow(-2)
+        return [tangents[0] * inv_variance, 2.0 * tangents[1] * inv_variance]
+    raise ValueError(f"Unsupported action distribution {type(distribution).__name__}")
+
+
+def detach_distribution(distribution: Distribution) -> Distribution:
+    """
+    A shallow copy of an SB3 distribution whose torch distribution(s) hold detached parameters.
+    Used as the fixed "old" policy of the KL without a second forward pass.
+
+    :param distribution: an SB3 distribution on which ``proba_distribution`` was called
+    :return: the detached copy (the input is left untouched)
+    """
+    detached = copy.copy(distribution)
+    if isinstance(distribution, MultiCategoricalDistribution):
+        detached.distribution = [th.distributions.Categorical(logits=d.logits.detach()) for d in distribution.distribution]
+    elif isinstance(distribution, CategoricalDistribution):
+        detached.distribution = th.distributions.Categorical(logits=distribution.distribution.logits.detach())
+    elif isinstance(distribution, BernoulliDistribution):
+        detached.distribution = th.distributions.Bernoulli(logits=distribution.distribution.logits.detach())
+    elif _is_gaussian(distribution):
+        normal = distribution.distribution
+        detached.distribution = th.distributions.Normal(normal.loc.detach(), normal.scale.detach())
+    else:
+        raise ValueError(f"Unsupported action distribution {type(distribution).__name__}")
+    return detached
+
+
+def kl_per_sample(old_distribution: Distribution, new_distribution: Distribution) -> th.Tensor:
+    """
+    ``KL(old || new)`` of the joint action distribution, one value per sample.
+
+    SB3's :func:`~stable_baselines3.common.distributions.kl_divergence` returns one value per action dimension
+    for the factorized distributions; the KL of the joint distribution is their sum (not their mean).
+
+    :param old_distribution: the behaviour (old) policy's distribution
+    :param new_distribution: the candidate (new) policy's distribution
+    :return: tensor of shape ``(batch_size,)``
+    """
+    kl = kl_divergence(old_distribution, new_distribution)
+    if kl.dim() > 1:
+        kl = kl.flatten(start_dim=1).sum(dim=1)
+    return kl
+
+
+def unflatten_like(vector: th.Tensor, params: Sequence[nn.Parameter]) -> list[th.Tensor]:
+    """
+    Split a flat vector into views shaped like ``params`` (inverse of ``parameters_to_vector``).
+
+    :param vector: flat vector with as many entries as all ``params`` together
+    :param params: the parameters giving the shapes
+    :return: list of views of ``vector``
+    """
+    chunks = []
+    start = 0
+    for param in params:
+        numel = param.numel()
+        chunks.append(vector[start : start + numel].view_as(param))
+        start += numel
+    if start != vector.numel():
+        raise ValueError(f"vector has {vector.numel()} entries but the parameters have {start}")
+    return chunks
+
+
+JvpFn = Callable[[Sequence[th.Tensor]], list[th.Tensor]]
+
+
+class _DistributionTensors(nn.Module):
+    """Wraps ``policy.get_distribution`` as a module returning :func:`distribution_tensors` (for ``torch.func``)."""
+
+    def __init__(self, policy: BasePolicy) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, obs: PyTorchObs) -> tuple[th.Tensor, ...]:
+        return tuple(distribution_tensors(self.policy.get_distribution(obs)))  # type: ignore[operator]
+
+
+def functional_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Parameter]) -> JvpFn:
+    """
+    Forward-mode product ``v -> J v`` of the distribution parameters with respect to ``params``, for any policy
+    that has a ``get_distribution(obs)`` method (generic path, based on ``torch.func.jvp``).
+
+    :param policy: the policy
+    :param obs: the observations (batch) at which the Jacobian is taken
+    :param params: the parameters the tangents refer to (the others have zero tangent)
+    :return: a function mapping one tangent per parameter to one tangent per distribution tensor
+    """
+    module = _DistributionTensors(policy)
+    names = {param: f"policy.{name}" for name, param in policy.named_parameters()}
+    param_names = [names[param] for param in params]
+    primals = tuple(param.detach() for param in params)
+
+    def distribution_of(*values: th.Tensor) -> tuple[th.Tensor, ...]:
+        return functional_call(module, dict(zip(param_names, values, strict=True)), (obs,), strict=False)
+
+    def jvp_fn(tangents: Sequence[th.Tensor]) -> list[th.Tensor]:
+        _, output_tangents = jvp(distribution_of, primals, tuple(tangents))
+        return list(output_tangents)
+
+    return jvp_fn
+
+
+class FisherVectorProduct:
+    """
+    Analytic (Gauss-Newton) Fisher-vector product ``v -> (F + damping * I) v`` with ``F = J^T M J / N``.
+
+    :param distribution: the policy's distribution on the batch, computed with autograd enabled
+        (its parameter tensors keep the graph to ``params``, used for ``J^T``)
+    :param params: the actor parameters (the coordinates of ``v``)
+    :param jvp_fn: ``J v`` for one tangent per parameter (see :func:`functional_jvp`)
+    :param damping: the damping added to the diagonal
+    """
+
+    def __init__(
+        self, distribution: Distribution, params: Sequence[nn.Parameter], jvp_fn: JvpFn, damping: float
+    ) -> None:
+        self.distribution = distribution
+        self.params = list(params)
+        self.jvp_fn = jvp_fn
+        self.damping = damping
+        self.outputs = distribution_tensors(distribution)
+        self.detached_outputs = [output.detach() for output in self.outputs]
+        self.batch_size = self.outputs[0].shape[0]
+
+    def __call__(self, vector: th.Tensor, retain_graph: bool = True) -> th.Tensor:
+        # J v: how the distribution parameters move along v
+        output_tangents = self.jvp_fn(unflatten_like(vector, self.params))
+        # M (J v) / N: the Hessian of the mean KL in the distribution parameters
+        weighted = [
+            product / self.batch_size
+            for product in fisher_metric_product(self.distribution, self.detached_outputs, output_tangents)
+        ]
+        # J^T (M J v / N): one backward pass through the retained graph
+        grads = th.autograd.grad(
+            self.outputs, self.params, grad_outputs=weighted, retain_graph=retain_graph, allow_unused=True
+        )
+        flat = th.cat(
+            [(grad if grad is not None else th.zeros_like(param)).reshape(-1) for grad, param in zip(grads, self.params)]
+        )
+        return flat + self.damping * vector
