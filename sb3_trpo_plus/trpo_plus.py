@@ -235,7 +235,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         # Trust-region state that callbacks may adapt; all of it is saved with the model
         self.initial_target_kl = target_kl
         self.initial_cg_damping = cg_damping
-        self._ent_coef_decay_factor = 1.0  # ent_coef_decay ** n_updates, kept as a product for exactness of resume
         self._current_ent_coef = float(FloatSchedule(ent_coef)(1.0))
         self.last_update: UpdateDiagnostics | None = None
         self._line_search_window: deque[tuple[bool, float]] = deque(maxlen=stats_window_size)
@@ -484,9 +483,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.policy.set_training_mode(True)
         # Update optimizer learning rate (critic)
         self._update_learning_rate(self.policy.optimizer)
-        # Entropy coefficient of this update: schedule * decay ** n_updates, floored
-        ent_coef = max(
-            self.min_ent_coef, float(self.ent_coef_schedule(self._current_progress_remaining)) * self._ent_coef_decay_factor
+        # Entropy coefficient of this update: schedule(progress) * decay ** n_updates, floored
+        ent_coef = decayed_ent_coef(
+            self.ent_coef_schedule(self._current_progress_remaining), self.ent_coef_decay, self.min_ent_coef, self._n_updates
         )
         self._current_ent_coef = ent_coef
 
@@ -497,7 +496,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         value_losses = self._update_critic(set(actor_params))
 
         self._n_updates += 1
-        self._ent_coef_decay_factor *= self.ent_coef_decay
         self.last_update = diagnostics
         explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
 
@@ -537,6 +535,19 @@ class TRPOPlus(OnPolicyAlgorithm):
         )
 
 
+def decayed_ent_coef(ent_coef: float, ent_coef_decay: float, min_ent_coef: float, n_updates: int) -> float:
+    """
+    Entropy coefficient after ``n_updates`` updates: ``max(min_ent_coef, ent_coef * ent_coef_decay ** n_updates)``.
+
+    :param ent_coef: the (scheduled) coefficient before decay
+    :param ent_coef_decay: factor multiplied in after every update
+    :param min_ent_coef: the floor
+    :param n_updates: updates done so far
+    :return: the coefficient for the next update
+    """
+    return max(min_ent_coef, float(ent_coef) * ent_coef_decay**n_updates)
+
+
 def _check_arguments(
     *,
     batch_size: int,
@@ -563,7 +574,9 @@ def _check_arguments(
     if not (finite(cg_damping) and cg_damping >= 0):
         raise ValueError(f"cg_damping must be a finite number >= 0, got {cg_damping!r}")
     if not (finite(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
-        raise ValueError(f"line_search_shrinking_factor must be in the open interval (0, 1), got {line_search_shrinking_factor!r}")
+        raise ValueError(
+            f"line_search_shrinking_factor must be in the open interval (0, 1), got {line_search_shrinking_factor!r}"
+        )
     for name, value, minimum in (
         ("line_search_max_iter", line_search_max_iter, 1),
         ("cg_max_steps", cg_max_steps, 1),
@@ -581,6 +594,4 @@ def _check_arguments(
     if not (finite(ent_coef_decay) and 0 < ent_coef_decay <= 1):
         raise ValueError(f"ent_coef_decay must be in the interval (0, 1] (1 disables the decay), got {ent_coef_decay!r}")
     if not (finite(min_ent_coef) and 0 <= min_ent_coef <= initial_ent_coef):
-        raise ValueError(
-            f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}"
-        )
+        raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")

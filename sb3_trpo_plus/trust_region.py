@@ -210,9 +210,7 @@ class FisherVectorProduct:
     :param damping: the damping added to the diagonal
     """
 
-    def __init__(
-        self, distribution: Distribution, params: Sequence[nn.Parameter], jvp_fn: JvpFn, damping: float
-    ) -> None:
+    def __init__(self, distribution: Distribution, params: Sequence[nn.Parameter], jvp_fn: JvpFn, damping: float) -> None:
         self.distribution = distribution
         self.params = list(params)
         self.jvp_fn = jvp_fn

@@ -1,0 +1,374 @@
+"""Behaviour of TRPOPlus against SB3's conventions: spaces, wrappers, diagnostics, errors, save/load, learning."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import (
+    FakeImageEnv,
+    IdentityEnv,
+    IdentityEnvBox,
+    IdentityEnvMultiBinary,
+    IdentityEnvMultiDiscrete,
+    SimpleMultiObsEnv,
+)
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
+from torch.nn.utils import parameters_to_vector
+
+from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus.trpo_plus import decayed_ent_coef
+from sb3_trpo_plus.trust_region import detach_distribution, kl_per_sample
+
+SMALL = dict(n_steps=64, batch_size=32, n_critic_updates=2, policy_kwargs=dict(net_arch=[16]))
+
+
+def actor_vector(model):
+    return parameters_to_vector(model._actor_params()).detach().clone()
+
+
+def all_params(model):
+    return parameters_to_vector(model.policy.parameters()).detach().clone()
+
+
+def one_update(model):
+    """Collect one rollout and update, like learn(n_steps) would; the buffer keeps the rollout afterwards."""
+    model.learn(model.n_steps * model.n_envs)
+    return model.last_update
+
+
+@pytest.mark.parametrize(
+    "env_fn, kwargs",
+    [
+        (lambda: IdentityEnv(4), {}),
+        (lambda: IdentityEnvMultiDiscrete(2), {}),
+        (lambda: IdentityEnvMultiBinary(3), {}),
+        (lambda: IdentityEnvBox(-1, 1), {}),
+        (lambda: IdentityEnvBox(-1, 1), {"use_sde": True}),
+    ],
+    ids=["discrete", "multidiscrete", "multibinary", "box", "box-gsde"],
+)
+def test_action_spaces(env_fn, kwargs):
+    model = TRPOPlus("MlpPolicy", make_vec_env(env_fn, n_envs=2), seed=0, ent_coef=0.01, **SMALL, **kwargs)
+    model.learn(3 * 64 * 2)
+    assert model.last_update is not None and model.last_update.n_updates == 3
+    assert all(th.isfinite(p).all() for p in model.policy.parameters())
+
+
+def test_cnn_and_multi_input_policies():
+    model = TRPOPlus("MultiInputPolicy", SimpleMultiObsEnv(random_start=False), seed=0, **SMALL)
+    model.learn(128)
+    model = TRPOPlus(
+        "CnnPolicy",
+        FakeImageEnv(screen_height=36, screen_width=36, n_channels=1),
+        seed=0,
+        n_steps=32,
+        batch_size=16,
+        n_critic_updates=1,
+        cg_sub_sampling_factor=2,
+    )
+    model.learn(64)
+    assert model.last_update.n_updates == 2
+
+
+def test_vec_env_wrappers_and_callbacks(tmp_path):
+    from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
+
+    env = VecNormalize(VecFrameStack(make_vec_env("CartPole-v1", n_envs=2, vec_env_cls=SubprocVecEnv), 2))
+    eval_env = VecNormalize(VecFrameStack(make_vec_env("CartPole-v1", n_envs=1), 2), training=False)
+    model = TRPOPlus("MlpPolicy", env, seed=0, tensorboard_log=str(tmp_path / "tb"), **SMALL)
+    callbacks = [EvalCallback(eval_env, eval_freq=64, n_eval_episodes=1), CheckpointCallback(64, str(tmp_path / "ckpt"))]
+    model.learn(256, callback=callbacks, progress_bar=True)
+    env.close()
+    assert list((tmp_path / "ckpt").glob("*.zip"))
+    assert list((tmp_path / "tb").glob("TRPOPlus_1/events.*"))
+
+
+def test_logged_keys_and_failed_update_is_nan(tmp_path):
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(4 * 64, callback=ZeroAdvantages())
+    import pandas as pd
+
+    # SB3 dumps the logs before each train(): the first row has no train/ values yet
+    log = pd.read_csv(tmp_path / "progress.csv").dropna(subset=["train/n_updates"])
+    assert len(log) == 3
+    for key in (
+        "policy_objective",
+        "value_loss",
+        "kl_divergence_loss",
+        "explained_variance",
+        "is_line_search_success",
+        "n_updates",
+        "entropy",
+        "ent_coef",
+        "line_search_iters",
+        "step_fraction",
+        "target_kl",
+        "cg_damping",
+        "line_search_success_rate",
+        "step_fraction_mean",
+        "line_search_warning",
+    ):
+        assert f"train/{key}" in log.columns, key
+    assert (log["train/is_line_search_success"] == 0).all()
+    assert log["train/kl_divergence_loss"].isna().all()  # never 0 for a rejected update
+    assert (log["train/step_fraction"] == 0).all()
+    assert (log["train/line_search_iters"] == model.line_search_max_iter).all()
+    assert model.last_update.failure_reason == "line_search_exhausted" and math.isnan(model.last_update.kl)
+
+
+def test_failed_line_search_restores_parameters_exactly():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
+    one_update(model)
+    before = actor_vector(model)
+    model.rollout_buffer.advantages[:] = 0.0  # with ent_coef=0 no step can improve the objective
+    model.train()
+    assert not model.last_update.line_search_success
+    assert th.equal(actor_vector(model), before)
+
+
+def test_accepted_step_respects_trust_region():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=1, target_kl=0.005, **SMALL)
+    for _ in range(4):
+        one_update(model)
+        obs = th.as_tensor(model.rollout_buffer.observations.reshape(-1, 4))
+        with th.no_grad():
+            old = detach_distribution(model.policy.get_distribution(obs))
+        before = actor_vector(model)
+        model.train()
+        diagnostics = model.last_update
+        with th.no_grad():
+            kl = kl_per_sample(old, model.policy.get_distribution(obs)).mean().item()
+        if diagnostics.line_search_success:
+            assert kl <= model.target_kl + 1e-7
+            assert kl == pytest.approx(diagnostics.kl, rel=1e-4, abs=1e-8)
+            assert 0 < diagnostics.step_fraction <= 1
+        else:
+            assert th.equal(actor_vector(model), before)
+
+
+def test_entropy_bonus_drives_acceptance():
+    """Zero advantages: only the entropy term can improve L, and the search accepts a step that raises entropy."""
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.1, **SMALL)
+    one_update(model)
+    model.rollout_buffer.advantages[:] = 0.0
+    obs = th.as_tensor(model.rollout_buffer.observations.reshape(-1, 4))
+    with th.no_grad():
+        entropy_before = model.policy.get_distribution(obs).entropy().mean().item()
+    model.train()
+    with th.no_grad():
+        entropy_after = model.policy.get_distribution(obs).entropy().mean().item()
+    assert model.last_update.line_search_success
+    assert entropy_after > entropy_before
+    # Without the entropy term, nothing can improve: the update is (honestly) rejected
+    model.ent_coef_schedule = lambda _: 0.0
+    model.rollout_buffer.advantages[:] = 0.0
+    model.train()
+    assert not model.last_update.line_search_success and math.isnan(model.last_update.kl)
+
+
+def test_ent_coef_decay_values():
+    assert decayed_ent_coef(0.05, 0.9995, 0.01, 0) == 0.05
+    assert decayed_ent_coef(0.05, 0.9995, 0.01, 1000) == pytest.approx(0.0303, abs=5e-5)
+    assert decayed_ent_coef(0.05, 0.9995, 0.01, 2000) == pytest.approx(0.0184, abs=5e-5)
+    assert decayed_ent_coef(0.05, 0.9995, 0.01, 3000) == pytest.approx(0.0112, abs=5e-5)
+    assert decayed_ent_coef(0.05, 0.9995, 0.01, 3218) > 0.01
+    assert decayed_ent_coef(0.05, 0.9995, 0.01, 3219) == 0.01
+    # The model uses exactly these values, update after update
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.05, ent_coef_decay=0.5, min_ent_coef=0.01, **SMALL)
+    used = []
+    for _ in range(4):
+        one_update(model)
+        used.append(model.last_update.ent_coef)
+    assert used == [0.05, 0.025, 0.0125, 0.01]
+    assert model.current_ent_coef == 0.01
+
+
+class ZeroAdvantages(BaseCallback):
+    """Zero the advantages before every update: with ent_coef=0 nothing can improve and every search fails."""
+
+    def _on_rollout_end(self) -> None:
+        self.model.rollout_buffer.advantages[:] = 0.0
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class RecordUpdates(BaseCallback):
+    def __init__(self):
+        super().__init__()
+        self.updates = []
+
+    def _on_rollout_start(self) -> None:
+        if self.model.last_update is not None:
+            self.updates.append(self.model.last_update)
+
+    def _on_training_end(self) -> None:
+        self.updates.append(self.model.last_update)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def test_ent_coef_schedule():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=lambda progress: 0.1 * progress, **SMALL)
+    recorder = RecordUpdates()
+    model.learn(4 * 64, callback=recorder)
+    # SB3's progress remaining at the k-th update (of 4) is 1 - k / 4
+    assert [u.ent_coef for u in recorder.updates] == pytest.approx([0.075, 0.05, 0.025, 0.0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(target_kl=0.0), "target_kl"),
+        (dict(target_kl=float("nan")), "target_kl"),
+        (dict(cg_damping=-0.1), "cg_damping"),
+        (dict(line_search_shrinking_factor=1.0), "line_search_shrinking_factor"),
+        (dict(line_search_shrinking_factor=0.0), "line_search_shrinking_factor"),
+        (dict(line_search_max_iter=0), "line_search_max_iter"),
+        (dict(cg_max_steps=0), "cg_max_steps"),
+        (dict(cg_sub_sampling_factor=0), "cg_sub_sampling_factor"),
+        (dict(sub_sampling_factor=0), "sub_sampling_factor"),
+        (dict(ent_coef=-0.01), "ent_coef"),
+        (dict(ent_coef_decay=0.0), "ent_coef_decay"),
+        (dict(ent_coef_decay=1.01), "ent_coef_decay"),
+        (dict(ent_coef=0.05, min_ent_coef=-0.01), "min_ent_coef"),
+        (dict(ent_coef=0.05, min_ent_coef=0.1), "min_ent_coef"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(n_critic_updates=-1), "n_critic_updates"),
+    ],
+)
+def test_invalid_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TRPOPlus("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+def test_invalid_action_space_and_batch():
+    class TupleActionEnv(IdentityEnv):
+        def __init__(self):
+            super().__init__(2)
+            self.action_space = gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Discrete(2)])
+
+    with pytest.raises(ValueError, match="action space"):
+        TRPOPlus("MlpPolicy", DummyVecEnv([TupleActionEnv]))
+    with pytest.raises(ValueError, match="normalize_advantage"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1)
+    TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1, normalize_advantage=False)
+
+
+@pytest.mark.parametrize("where", ["advantages", "observations"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_inputs_never_reach_the_weights(where, value):
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
+    one_update(model)
+    before = all_params(model)
+    getattr(model.rollout_buffer, where)[3] = value
+    model.train()
+    assert not model.last_update.line_search_success
+    assert model.last_update.failure_reason in ("non_finite_input", "non_finite_gradient")
+    assert math.isnan(model.last_update.kl)
+    after = all_params(model)
+    assert th.isfinite(after).all()
+    # The actor is untouched; the critic trains on the finite minibatches only
+    assert th.equal(actor_vector(model), actor_part(model, before))
+
+
+def actor_part(model, flat_params):
+    chunks, start = [], 0
+    actor = set(model._actor_params())
+    for param in model.policy.parameters():
+        if param in actor:
+            chunks.append(flat_params[start : start + param.numel()])
+        start += param.numel()
+    return th.cat(chunks)
+
+
+def test_critic_only_trains_what_the_actor_does_not_use():
+    for share in (True, False):
+        model = TRPOPlus(
+            "MlpPolicy",
+            "CartPole-v1",
+            seed=0,
+            n_steps=64,
+            batch_size=32,
+            policy_kwargs=dict(net_arch=[16], share_features_extractor=share),
+        )
+        one_update(model)
+        actor_before, all_before = actor_vector(model), all_params(model)
+        model.rollout_buffer.advantages[:] = 0.0
+        model.train()  # the policy step fails (nothing to improve), the critic trains
+        assert th.equal(actor_vector(model), actor_before)
+        assert not th.equal(all_params(model), all_before)
+
+
+def test_save_load_round_trip(tmp_path):
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.05, ent_coef_decay=0.9, min_ent_coef=0.01, **SMALL)
+    model.learn(3 * 64)
+    model.target_kl, model.cg_damping = 0.004, 0.15  # as an adaptive callback would
+    model.save(tmp_path / "model")
+    loaded = TRPOPlus.load(tmp_path / "model", env=make_vec_env("CartPole-v1"))
+    obs = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    assert np.array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    assert th.equal(all_params(model), all_params(loaded))
+    for attribute in (
+        "target_kl",
+        "cg_damping",
+        "initial_target_kl",
+        "initial_cg_damping",
+        "_n_updates",
+        "current_ent_coef",
+        "last_update",
+        "ent_coef_decay",
+        "min_ent_coef",
+    ):
+        assert getattr(loaded, attribute) == getattr(model, attribute), attribute
+    loaded.learn(64, reset_num_timesteps=False)
+    assert loaded.last_update.ent_coef == pytest.approx(0.05 * 0.9**3)
+    assert loaded.last_update.target_kl == 0.004 and loaded.last_update.cg_damping == 0.15
+
+
+def test_same_seed_same_parameters():
+    vectors = []
+    for _ in range(2):
+        model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=7, ent_coef=0.01, cg_sub_sampling_factor=2, **SMALL)
+        model.learn(3 * 64)
+        vectors.append(all_params(model))
+    assert th.equal(vectors[0], vectors[1])
+
+
+def test_sub_sampling():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, sub_sampling_factor=2, cg_sub_sampling_factor=4, **SMALL)
+    model.learn(2 * 64)
+    assert model.last_update.n_updates == 2
+
+
+def test_line_search_health_warning():
+    model = TRPOPlus(
+        "MlpPolicy",
+        "CartPole-v1",
+        seed=0,
+        stats_window_size=10,
+        n_steps=16,
+        batch_size=16,
+        n_critic_updates=1,
+        policy_kwargs=dict(net_arch=[8]),
+    )
+    with pytest.warns(RuntimeWarning, match="line search unhealthy") as record:
+        model.learn(14 * 16, callback=ZeroAdvantages())
+    # once per episode of trouble, not once per update
+    assert len([w for w in record if "unhealthy" in str(w.message)]) == 1
+    assert model.logger.name_to_value["train/line_search_warning"] == 1.0
+
+
+def test_learns_cartpole():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.01, ent_coef_decay=0.99)
+    model.learn(20_000)
+    mean_reward, _ = evaluate_policy(model, make_vec_env("CartPole-v1", seed=123), n_eval_episodes=10)
+    assert mean_reward >= 200

@@ -1,0 +1,159 @@
+"""The trust-region math against exact small-case computation (explicit Fisher matrix, torch.linalg.solve)."""
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from sb3_contrib.common.utils import conjugate_gradient_solver
+from stable_baselines3.common.distributions import kl_divergence
+from stable_baselines3.common.policies import ActorCriticPolicy
+from torch.func import functional_call
+from torch.nn.utils import parameters_to_vector
+
+from sb3_trpo_plus.trust_region import (
+    FisherVectorProduct,
+    detach_distribution,
+    distribution_tensors,
+    functional_jvp,
+    kl_per_sample,
+    unflatten_like,
+)
+
+ACTION_SPACES = {
+    "categorical": (gym.spaces.Discrete(3), {}),
+    "multicategorical": (gym.spaces.MultiDiscrete([2, 3]), {}),
+    "bernoulli": (gym.spaces.MultiBinary(3), {}),
+    "diag_gaussian": (gym.spaces.Box(-1, 1, (2,)), {}),
+    "gsde": (gym.spaces.Box(-1, 1, (2,)), {"use_sde": True}),
+}
+
+
+def make_policy(action_space, kwargs, share_features_extractor=True):
+    th.manual_seed(0)
+    policy = ActorCriticPolicy(
+        gym.spaces.Box(-1, 1, (3,)),
+        action_space,
+        lambda _: 1e-3,
+        net_arch=dict(pi=[5], vf=[4]),
+        share_features_extractor=share_features_extractor,
+        log_std_init=-0.3,
+        **kwargs,
+    )
+    if kwargs.get("use_sde"):
+        policy.reset_noise()
+    obs = th.randn(7, 3)
+    return policy, obs
+
+
+def actor_params_of(policy, obs):
+    params = list(policy.parameters())
+    outputs = distribution_tensors(policy.get_distribution(obs))
+    grads = th.autograd.grad(sum(o.sum() for o in outputs), params, allow_unused=True)
+    return [p for p, g in zip(params, grads) if g is not None]
+
+
+def explicit_fisher(policy, obs, params):
+    """Hessian of mean KL(old || new) in the flat actor parameters, at new = old (full second derivatives)."""
+    names = {p: n for n, p in policy.named_parameters()}
+    old = detach_distribution(policy.get_distribution(obs))
+    theta0 = parameters_to_vector(params).detach()
+
+    # functional_call runs forward(); get_distribution is what we need, so wrap it
+    class Wrapper(th.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.policy = policy
+
+        def forward(self, o):
+            return tuple(distribution_tensors(self.policy.get_distribution(o)))
+
+    wrapper = Wrapper()
+
+    def mean_kl_from_theta(theta):
+        values = {"policy." + names[p]: chunk for p, chunk in zip(params, unflatten_like(theta, params))}
+        tensors = functional_call(wrapper, values, (obs,), strict=False)
+        new = detach_distribution(policy.get_distribution(obs))  # right type; parameters replaced below
+        if len(tensors) == 2 and isinstance(new.distribution, th.distributions.Normal):
+            new.distribution = th.distributions.Normal(tensors[0], tensors[1])
+        elif isinstance(new.distribution, list):
+            new.distribution = [th.distributions.Categorical(logits=t) for t in tensors]
+        elif isinstance(new.distribution, th.distributions.Bernoulli):
+            new.distribution = th.distributions.Bernoulli(logits=tensors[0])
+        else:
+            new.distribution = th.distributions.Categorical(logits=tensors[0])
+        return kl_per_sample(old, new).mean()
+
+    return th.autograd.functional.hessian(mean_kl_from_theta, theta0)
+
+
+@pytest.mark.parametrize("name", list(ACTION_SPACES))
+@pytest.mark.parametrize("share_features_extractor", [True, False])
+def test_fisher_vector_product_matches_explicit_fisher(name, share_features_extractor):
+    action_space, kwargs = ACTION_SPACES[name]
+    policy, obs = make_policy(action_space, kwargs, share_features_extractor)
+    params = actor_params_of(policy, obs)
+    # value-function parameters never belong to the actor
+    assert not any(p is q for p in params for q in policy.value_net.parameters())
+    fisher = explicit_fisher(policy, obs, params)
+    assert th.allclose(fisher, fisher.T, atol=1e-6)
+    damping = 0.1
+    fvp = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), damping)
+    for _ in range(3):
+        vector = th.randn(fisher.shape[0])
+        expected = fisher @ vector + damping * vector
+        assert th.allclose(fvp(vector), expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(ACTION_SPACES))
+def test_conjugate_gradient_solves_damped_fisher_system(name):
+    action_space, kwargs = ACTION_SPACES[name]
+    policy, obs = make_policy(action_space, kwargs)
+    params = actor_params_of(policy, obs)
+    damping = 0.05
+    fisher = explicit_fisher(policy, obs, params) + damping * th.eye(sum(p.numel() for p in params))
+    rhs = th.randn(fisher.shape[0])
+    expected = th.linalg.solve(fisher, rhs)
+    fvp = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), damping)
+    solution = conjugate_gradient_solver(fvp, rhs, max_iter=4 * fisher.shape[0], residual_tol=1e-14)
+    assert th.allclose(solution, expected, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["categorical", "diag_gaussian"])
+def test_fisher_vector_product_matches_double_backward(name):
+    """Same product as sb3-contrib's Hessian of KL(new || old) by double backward (1-D actions: same KL scale)."""
+    action_space = gym.spaces.Discrete(3) if name == "categorical" else gym.spaces.Box(-1, 1, (1,))
+    policy, obs = make_policy(action_space, {})
+    params = actor_params_of(policy, obs)
+    distribution = copy.copy(policy.get_distribution(obs))
+    with th.no_grad():
+        old = copy.copy(policy.get_distribution(obs))
+    kl = kl_divergence(distribution, old).mean()
+    grad_kl = th.cat([g.reshape(-1) for g in th.autograd.grad(kl, params, create_graph=True)])
+    vector = th.randn_like(grad_kl)
+    expected = th.cat([g.reshape(-1) for g in th.autograd.grad(grad_kl @ vector, params)])
+    fvp = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), 0.0)
+    assert th.allclose(fvp(vector), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_kl_per_sample_is_joint_kl():
+    """KL of a factorized distribution is the sum over action dimensions (SB3 returns one value per dimension)."""
+    policy, obs = make_policy(gym.spaces.Box(-1, 1, (2,)), {})
+    old = detach_distribution(policy.get_distribution(obs))
+    with th.no_grad():
+        policy.log_std.add_(0.2)
+    new = detach_distribution(policy.get_distribution(obs))
+    mu0, s0 = old.distribution.loc, old.distribution.scale
+    mu1, s1 = new.distribution.loc, new.distribution.scale
+    closed_form = (th.log(s1 / s0) + (s0**2 + (mu0 - mu1) ** 2) / (2 * s1**2) - 0.5).sum(dim=1)
+    assert th.allclose(kl_per_sample(old, new), closed_form)
+    assert np.all(kl_per_sample(old, new).numpy() > 0)
+
+
+def test_unflatten_like_checks_size():
+    params = [th.nn.Parameter(th.zeros(2, 3)), th.nn.Parameter(th.zeros(4))]
+    chunks = unflatten_like(th.arange(10.0), params)
+    assert [c.shape for c in chunks] == [(2, 3), (4,)]
+    with pytest.raises(ValueError, match="entries"):
+        unflatten_like(th.arange(11.0), params)
