@@ -22,6 +22,7 @@ from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_trpo_plus.trust_region import (
     FisherVectorProduct,
     JvpFn,
+    actor_critic_jvp,
     detach_distribution,
     distribution_tensors,
     functional_jvp,
@@ -288,7 +289,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         return (advantages * ratio).mean() + ent_coef * entropy, entropy
 
     def _jvp_fn(self, obs: PyTorchObs, actor_params: list[nn.Parameter]) -> JvpFn:
-        return functional_jvp(self.policy, obs, actor_params)
+        # Hand-written tangent rules for SB3's standard actor-critic policies, torch.func for anything else
+        return actor_critic_jvp(self.policy, obs, actor_params) or functional_jvp(self.policy, obs, actor_params)
 
     def _update_policy(self, ent_coef: float, actor_params: list[nn.Parameter]) -> UpdateDiagnostics:
         """
@@ -575,7 +577,7 @@ def _check_arguments(
         raise ValueError(f"cg_damping must be a finite number >= 0, got {cg_damping!r}")
     if not (finite(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
         raise ValueError(
-            f"line_search_shrinking_factor must be in the open interval (0, 1), got {line_search_shrinking_factor!r}"
+            f"line_search_shrinking_factor must be in (0, 1), got {line_search_shrinking_factor!r}"
         )
     for name, value, minimum in (
         ("line_search_max_iter", line_search_max_iter, 1),

@@ -21,8 +21,9 @@ Closed forms used here (``p``: probabilities, ``sigma``: standard deviation):
 This module uses nothing else of ``sb3_trpo_plus``.
 """
 
+import contextlib
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch as th
 from stable_baselines3.common.distributions import (
@@ -34,10 +35,12 @@ from stable_baselines3.common.distributions import (
     StateDependentNoiseDistribution,
     kl_divergence,
 )
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.torch_layers import MlpExtractor
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
-from torch.func import functional_call, jvp
+from torch.func import jvp
 
 SUPPORTED_DISTRIBUTIONS = (
     CategoricalDistribution,
@@ -163,15 +166,30 @@ def unflatten_like(vector: th.Tensor, params: Sequence[nn.Parameter]) -> list[th
 JvpFn = Callable[[Sequence[th.Tensor]], list[th.Tensor]]
 
 
-class _DistributionTensors(nn.Module):
-    """Wraps ``policy.get_distribution`` as a module returning :func:`distribution_tensors` (for ``torch.func``)."""
+@contextlib.contextmanager
+def _substituted(module: nn.Module, params: Sequence[nn.Parameter], values: Sequence[th.Tensor]) -> Iterator[None]:
+    """
+    Temporarily replace ``params`` by ``values`` in ``module`` (and all its submodules).
 
-    def __init__(self, policy: BasePolicy) -> None:
-        super().__init__()
-        self.policy = policy
-
-    def forward(self, obs: PyTorchObs) -> tuple[th.Tensor, ...]:
-        return tuple(distribution_tensors(self.policy.get_distribution(obs)))  # type: ignore[operator]
+    Each submodule object is visited once, so a module registered under several names (SB3 registers the shared
+    features extractor as ``features_extractor``, ``pi_features_extractor`` and ``vf_features_extractor``) is
+    substituted and restored exactly once. (``torch.func.functional_call`` does not restore such aliases correctly.)
+    """
+    owners: dict[nn.Parameter, tuple[nn.Module, str]] = {}
+    for submodule in module.modules():
+        for attr, param in submodule._parameters.items():
+            if param is not None:
+                owners.setdefault(param, (submodule, attr))  # type: ignore[arg-type]
+    swapped = []
+    try:
+        for param, value in zip(params, values, strict=True):
+            owner, attr = owners[param]
+            owner._parameters[attr] = value  # type: ignore[assignment]
+            swapped.append((owner, attr, param))
+        yield
+    finally:
+        for owner, attr, param in swapped:
+            owner._parameters[attr] = param
 
 
 def functional_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Parameter]) -> JvpFn:
@@ -184,13 +202,11 @@ def functional_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Para
     :param params: the parameters the tangents refer to (the others have zero tangent)
     :return: a function mapping one tangent per parameter to one tangent per distribution tensor
     """
-    module = _DistributionTensors(policy)
-    names = {param: f"policy.{name}" for name, param in policy.named_parameters()}
-    param_names = [names[param] for param in params]
     primals = tuple(param.detach() for param in params)
 
     def distribution_of(*values: th.Tensor) -> tuple[th.Tensor, ...]:
-        return functional_call(module, dict(zip(param_names, values, strict=True)), (obs,), strict=False)
+        with _substituted(policy, params, values):
+            return tuple(distribution_tensors(policy.get_distribution(obs)))  # type: ignore[operator]
 
     def jvp_fn(tangents: Sequence[th.Tensor]) -> list[th.Tensor]:
         _, output_tangents = jvp(distribution_of, primals, tuple(tangents))
@@ -235,3 +251,54 @@ class FisherVectorProduct:
             [(grad if grad is not None else th.zeros_like(param)).reshape(-1) for grad, param in zip(grads, self.params)]
         )
         return flat + self.damping * vector
+
+
+_FAST_DISTRIBUTIONS = (CategoricalDistribution, MultiCategoricalDistribution, BernoulliDistribution, DiagGaussianDistribution)
+
+
+def actor_critic_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Parameter]) -> JvpFn | None:
+    """
+    Fast forward-mode product ``v -> J v`` for SB3's ``ActorCriticPolicy`` family (Mlp, Cnn), built from
+    :func:`sb3_trpo_plus.jvp.linearize`: the network is run once, then each product costs one tangent pass
+    with hand-written rules (convolutions and linear layers), several times cheaper than ``torch.func.jvp``.
+
+    :param policy: the policy
+    :param obs: the observations (batch) at which the Jacobian is taken
+    :param params: the parameters the tangents refer to (the others have zero tangent)
+    :return: the product function, or ``None`` when the policy does not have the standard structure
+        (custom ``get_distribution``, dict observations, gSDE, ...): use :func:`functional_jvp` then
+    """
+    from sb3_trpo_plus.jvp import linearize
+
+    if not (
+        isinstance(policy, ActorCriticPolicy)
+        and type(policy.mlp_extractor) is MlpExtractor
+        and type(policy.action_dist) in _FAST_DISTRIBUTIONS
+        and isinstance(obs, th.Tensor)
+        and type(policy).get_distribution is ActorCriticPolicy.get_distribution
+        and type(policy)._get_action_dist_from_latent is ActorCriticPolicy._get_action_dist_from_latent
+        and type(policy).extract_features is ActorCriticPolicy.extract_features
+    ):
+        return None
+    with th.no_grad():
+        preprocessed = preprocess_obs(obs, policy.observation_space, normalize_images=policy.normalize_images)
+    features = linearize(policy.pi_features_extractor, preprocessed)  # type: ignore[arg-type]
+    latent = linearize(policy.mlp_extractor.policy_net, features.output)
+    head = linearize(policy.action_net, latent.output)
+    action_dist = policy.action_dist
+    if isinstance(action_dist, DiagGaussianDistribution):
+        std = th.exp(policy.log_std.detach()).expand_as(head.output)
+
+    def jvp_fn(tangents: Sequence[th.Tensor]) -> list[th.Tensor]:
+        param_tangents = dict(zip(params, tangents, strict=True))
+        d_output = head.jvp(param_tangents, latent.jvp(param_tangents, features.jvp(param_tangents)))
+        if isinstance(action_dist, MultiCategoricalDistribution):
+            return list(th.split(d_output, list(action_dist.action_dims), dim=1))
+        if isinstance(action_dist, DiagGaussianDistribution):
+            # std = exp(log_std), broadcast over the batch
+            d_log_std = param_tangents.get(policy.log_std)  # type: ignore[call-overload]
+            d_std = std * d_log_std if d_log_std is not None else th.zeros_like(std)
+            return [d_output, d_std]
+        return [d_output]
+
+    return jvp_fn

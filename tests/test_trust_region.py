@@ -14,6 +14,7 @@ from torch.nn.utils import parameters_to_vector
 
 from sb3_trpo_plus.trust_region import (
     FisherVectorProduct,
+    actor_critic_jvp,
     detach_distribution,
     distribution_tensors,
     functional_jvp,
@@ -88,9 +89,19 @@ def explicit_fisher(policy, obs, params):
     return th.autograd.functional.hessian(mean_kl_from_theta, theta0)
 
 
+def make_jvp(path, policy, obs, params):
+    if path == "fast":
+        jvp_fn = actor_critic_jvp(policy, obs, params)
+        if jvp_fn is None:
+            pytest.skip("no fast path for this policy (torch.func is used)")
+        return jvp_fn
+    return functional_jvp(policy, obs, params)
+
+
+@pytest.mark.parametrize("path", ["functional", "fast"])
 @pytest.mark.parametrize("name", list(ACTION_SPACES))
 @pytest.mark.parametrize("share_features_extractor", [True, False])
-def test_fisher_vector_product_matches_explicit_fisher(name, share_features_extractor):
+def test_fisher_vector_product_matches_explicit_fisher(name, share_features_extractor, path):
     action_space, kwargs = ACTION_SPACES[name]
     policy, obs = make_policy(action_space, kwargs, share_features_extractor)
     params = actor_params_of(policy, obs)
@@ -99,7 +110,7 @@ def test_fisher_vector_product_matches_explicit_fisher(name, share_features_extr
     fisher = explicit_fisher(policy, obs, params)
     assert th.allclose(fisher, fisher.T, atol=1e-6)
     damping = 0.1
-    fvp = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), damping)
+    fvp = FisherVectorProduct(policy.get_distribution(obs), params, make_jvp(path, policy, obs, params), damping)
     for _ in range(3):
         vector = th.randn(fisher.shape[0])
         expected = fisher @ vector + damping * vector
@@ -157,3 +168,18 @@ def test_unflatten_like_checks_size():
     assert [c.shape for c in chunks] == [(2, 3), (4,)]
     with pytest.raises(ValueError, match="entries"):
         unflatten_like(th.arange(11.0), params)
+
+
+def test_fast_path_on_nature_cnn_matches_torch_func():
+    from stable_baselines3.common.policies import ActorCriticCnnPolicy
+
+    th.manual_seed(0)
+    policy = ActorCriticCnnPolicy(gym.spaces.Box(0, 255, (4, 36, 36), np.uint8), gym.spaces.Discrete(4), lambda _: 1e-3)
+    obs = th.randint(0, 256, (6, 4, 36, 36)).float()
+    params = actor_params_of(policy, obs)
+    assert not any(p is q for p in params for q in policy.value_net.parameters())
+    vector = th.randn(sum(p.numel() for p in params))
+    fast = FisherVectorProduct(policy.get_distribution(obs), params, actor_critic_jvp(policy, obs, params), 0.0)
+    reference = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), 0.0)
+    expected = reference(vector)
+    assert (fast(vector) - expected).norm() <= 1e-4 * expected.norm()
