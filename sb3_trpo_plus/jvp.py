@@ -127,7 +127,7 @@ class _UnflattenNode(_Node):
 
 
 class _ScaleNode(_Node):
-    """Element-wise activation: ``dy = f'(x) * dx``, with ``f'(x)`` cached (a boolean mask for ReLU)."""
+    """Element-wise activation: ``dy = f'(x) * dx``, with ``f'(x)`` cached (a 0/1 mask for ReLU)."""
 
     def __init__(self, derivative: th.Tensor) -> None:
         self.derivative = derivative
@@ -224,7 +224,7 @@ def _leaf_affine(
     module: nn.Module, x: th.Tensor, op: Callable[[th.Tensor, th.Tensor, th.Tensor | None], th.Tensor], n_spatial: int
 ) -> tuple[_Node, th.Tensor]:
     y = module(x)
-    out_channels = module.weight.shape[0]  # type: ignore[index]
+    out_channels = int(module.weight.shape[0])  # type: ignore[index]
     return _AffineNode(module, x, op, (out_channels,) + (1,) * n_spatial, y.shape), y
 
 
@@ -251,7 +251,9 @@ def _build_conv(module: nn.Conv1d | nn.Conv2d | nn.Conv3d, x: th.Tensor) -> tupl
 
 
 def _build_relu(module: nn.ReLU, x: th.Tensor) -> tuple[_Node, th.Tensor]:
-    mask = x > 0  # before the forward pass, which may be in place
+    # Before the forward pass, which may be in place. A 0/1 mask in the input's dtype: multiplying
+    # by it is about 4x faster on CPU than by a boolean mask, for 4x the memory.
+    mask = (x > 0).to(x.dtype)
     return _ScaleNode(mask), module(x)
 
 
@@ -327,7 +329,10 @@ def _is_plain(module: nn.Module) -> bool:
         return False
     if module._forward_hooks or module._forward_pre_hooks:
         return False
-    global_hooks = getattr(_module_impl, "_global_forward_hooks", None), getattr(_module_impl, "_global_forward_pre_hooks", None)
+    global_hooks = (
+        getattr(_module_impl, "_global_forward_hooks", None),
+        getattr(_module_impl, "_global_forward_pre_hooks", None),
+    )
     return not any(global_hooks)
 
 
@@ -418,7 +423,9 @@ class Linearization:
             ``input_tangent`` when the module is a pure reshape of its input)
         """
         if input_tangent is not None and input_tangent.shape != self._input_shape:
-            raise ValueError(f"Input tangent of shape {tuple(input_tangent.shape)} for an input of shape {tuple(self._input_shape)}")
+            raise ValueError(
+                f"Input tangent of shape {tuple(input_tangent.shape)} for an input of shape {tuple(self._input_shape)}"
+            )
         with th.no_grad():
             d_output, _ = self._node.tangent(param_tangents, input_tangent, False)
         if d_output is None:

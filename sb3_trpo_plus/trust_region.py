@@ -144,6 +144,29 @@ def kl_per_sample(old_distribution: Distribution, new_distribution: Distribution
     return kl
 
 
+def flatten_params(params: Sequence[th.Tensor]) -> th.Tensor:
+    """
+    Concatenate tensors into one flat vector (a copy), in logical (row-major) order whatever their memory format
+    (``parameters_to_vector`` needs contiguous parameters, which ``channels_last`` convolution weights are not).
+
+    :param params: the parameters (or gradients)
+    :return: flat vector
+    """
+    return th.cat([param.detach().reshape(-1) for param in params])
+
+
+def assign_params(params: Sequence[nn.Parameter], vector: th.Tensor) -> None:
+    """
+    Copy a flat vector into parameters in place, keeping their memory format (inverse of :func:`flatten_params`).
+
+    :param params: the parameters to write
+    :param vector: flat vector with as many entries as all ``params`` together
+    """
+    with th.no_grad():
+        for param, chunk in zip(params, unflatten_like(vector, params), strict=True):
+            param.copy_(chunk)
+
+
 def unflatten_like(vector: th.Tensor, params: Sequence[nn.Parameter]) -> list[th.Tensor]:
     """
     Split a flat vector into views shaped like ``params`` (inverse of ``parameters_to_vector``).

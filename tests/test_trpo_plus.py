@@ -19,21 +19,20 @@ from stable_baselines3.common.envs import (
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
-from torch.nn.utils import parameters_to_vector
 
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus.trpo_plus import decayed_ent_coef
-from sb3_trpo_plus.trust_region import detach_distribution, kl_per_sample
+from sb3_trpo_plus.trust_region import detach_distribution, flatten_params, kl_per_sample
 
 SMALL = dict(n_steps=64, batch_size=32, n_critic_updates=2, policy_kwargs=dict(net_arch=[16]))
 
 
 def actor_vector(model):
-    return parameters_to_vector(model._actor_params()).detach().clone()
+    return flatten_params(model._actor_params()).detach().clone()
 
 
 def all_params(model):
-    return parameters_to_vector(model.policy.parameters()).detach().clone()
+    return flatten_params(model.policy.parameters()).detach().clone()
 
 
 def one_update(model):
