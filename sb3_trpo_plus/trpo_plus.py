@@ -329,7 +329,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         distribution = self.policy.get_distribution(obs)
         old_distribution = detach_distribution(distribution)
         objective, entropy = self._objective(distribution, actions, old_log_prob, advantages, ent_coef)
-        grads = th.autograd.grad(objective, actor_params, retain_graph=True, allow_unused=True)
+        # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
+        keep_graph = self.cg_sub_sampling_factor == 1
+        grads = th.autograd.grad(objective, actor_params, retain_graph=keep_graph, allow_unused=True)
         gradient = th.cat(
             [(grad if grad is not None else th.zeros_like(param)).reshape(-1) for grad, param in zip(grads, actor_params)]
         )
@@ -356,7 +358,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         if not (np.isfinite(curvature) and curvature > 0.0):
             return failed("non_positive_curvature", old_objective, old_entropy)
         full_step = np.sqrt(2.0 * target_kl / curvature) * search_direction
-        del fisher_vector_product, fvp_distribution, distribution  # free the graphs before the line search
+        del fisher_vector_product, fvp_distribution, distribution, objective  # free the graphs before the line search
 
         # Line search (backtracking) on the same objective L, under the KL constraint
         original_params = flatten_params(actor_params)
@@ -458,7 +460,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             obs = th.nan_to_num(obs)
         params = [param for param in self.policy.parameters() if param.requires_grad]
         outputs = distribution_tensors(self.policy.get_distribution(obs))
-        grads = th.autograd.grad(sum(output.sum() for output in outputs), params, allow_unused=True)
+        grads = th.autograd.grad(th.cat([output.reshape(-1) for output in outputs]).sum(), params, allow_unused=True)
         return [param for param, grad in zip(params, grads, strict=True) if grad is not None]
 
     def _record_line_search_health(self, diagnostics: UpdateDiagnostics) -> None:

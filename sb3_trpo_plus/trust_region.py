@@ -24,6 +24,7 @@ This module uses nothing else of ``sb3_trpo_plus``.
 import contextlib
 import copy
 from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import torch as th
 from stable_baselines3.common.distributions import (
@@ -68,7 +69,8 @@ def distribution_tensors(distribution: Distribution) -> list[th.Tensor]:
     if isinstance(distribution, (CategoricalDistribution, BernoulliDistribution)):
         return [distribution.distribution.logits]
     if _is_gaussian(distribution):
-        return [distribution.distribution.loc, distribution.distribution.scale]
+        normal = cast(th.distributions.Normal, distribution.distribution)
+        return [normal.loc, normal.scale]
     raise ValueError(
         f"Unsupported action distribution {type(distribution).__name__}: "
         f"expected one of {[cls.__name__ for cls in SUPPORTED_DISTRIBUTIONS]}"
@@ -120,7 +122,7 @@ def detach_distribution(distribution: Distribution) -> Distribution:
     elif isinstance(distribution, BernoulliDistribution):
         detached.distribution = th.distributions.Bernoulli(logits=distribution.distribution.logits.detach())
     elif _is_gaussian(distribution):
-        normal = distribution.distribution
+        normal = cast(th.distributions.Normal, distribution.distribution)
         detached.distribution = th.distributions.Normal(normal.loc.detach(), normal.scale.detach())
     else:
         raise ValueError(f"Unsupported action distribution {type(distribution).__name__}")
@@ -232,7 +234,7 @@ def functional_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Para
             return tuple(distribution_tensors(policy.get_distribution(obs)))  # type: ignore[operator]
 
     def jvp_fn(tangents: Sequence[th.Tensor]) -> list[th.Tensor]:
-        _, output_tangents = jvp(distribution_of, primals, tuple(tangents))
+        output_tangents = jvp(distribution_of, primals, tuple(tangents))[1]
         return list(output_tangents)
 
     return jvp_fn
