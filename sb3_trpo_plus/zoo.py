@@ -1,0 +1,242 @@
+"""
+TRPOPlus in rl-baselines3-zoo (``rl_zoo3``): the ``trpo_plus`` registration, its Optuna sampler and a fallback CLI.
+
+After ``pip install sb3-trpo-plus`` (regular or editable), ``python -m rl_zoo3.train --algo trpo_plus ...`` works:
+``sb3_trpo_plus_zoo.pth`` installs a lazy import hook (``_sb3_trpo_plus_zoo_hook``) that calls
+:func:`patch_module` on each rl_zoo3 module listed in :data:`PATCHES` right after it is imported.
+Where ``.pth`` files are not run (``python -S``, ``pip install --target``, the hook turned off with
+``SB3_TRPO_PLUS_NO_ZOO_HOOK=1``), use this module's CLI, which registers first and then runs the zoo script::
+
+    python -m sb3_trpo_plus.zoo train --env CartPole-v1          # --algo trpo_plus is the default here
+    python -m sb3_trpo_plus.zoo enjoy --env CartPole-v1 -f logs/
+
+or call :func:`register` before using rl_zoo3 from Python. See ``docs/zoo.md``.
+
+This module imports rl_zoo3 only inside functions: importing it is cheap and does not need rl_zoo3.
+"""
+
+import functools
+import inspect
+import runpy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+
+ALGO_NAME = "trpo_plus"
+#: The hyperparameters used when ``-conf`` is not given (shipped inside the package)
+HYPERPARAMS_PATH = Path(__file__).parent / "hyperparams" / f"{ALGO_NAME}.yml"
+#: Model attributes that continuing training (``-i``) takes from the saved agent, not from the YAML file:
+#: the trust region adapted by ``AdaptiveTrustRegionCallback`` and the decaying entropy bonus. A value given
+#: on the command line (``-params target_kl:0.01``) still wins.
+KEPT_ON_CONTINUE = ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_coef")
+_PATCHED = "_sb3_trpo_plus_patched"
+
+
+def sample_trpo_plus_params(trial: "optuna.Trial", n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:
+    """
+    Sampler for TRPOPlus hyperparameters (``-optimize``), in the style of rl_zoo3's ``sample_trpo_params``.
+
+    Samples the rollout (``n_steps``, ``gamma``, ``gae_lambda``), the trust region (``target_kl``, ``cg_damping``),
+    conjugate gradient (``cg_max_steps``, ``cg_sub_sampling_factor``), line search (``line_search_max_iter``,
+    ``line_search_shrinking_factor``), entropy bonus (``ent_coef``, ``ent_coef_decay``, ``min_ent_coef`` as a
+    fraction of ``ent_coef``), critic (``learning_rate``, ``batch_size``, ``n_critic_updates``) and network size.
+    Like every zoo sampler, it replaces the YAML's ``policy_kwargs`` with ``net_arch`` and ``activation_fn``.
+
+    :param trial: the Optuna trial
+    :param n_actions: unused (action noise of off-policy samplers)
+    :param n_envs: number of environments; ``batch_size`` is capped at ``n_steps * n_envs``
+    :param additional_args: unused (HER settings of off-policy samplers)
+    :return: keyword arguments for ``TRPOPlus``
+    """
+    n_steps_pow = trial.suggest_int("n_steps_pow", 5, 12)  # 32 .. 4096 steps per env
+    batch_size_pow = trial.suggest_int("batch_size_pow", 5, 10)  # 32 .. 1024 (critic mini-batches)
+    one_minus_gamma = trial.suggest_float("one_minus_gamma", 0.0001, 0.03, log=True)
+    one_minus_gae_lambda = trial.suggest_float("one_minus_gae_lambda", 0.0001, 0.1, log=True)
+    # Trust region
+    target_kl = trial.suggest_float("target_kl", 0.001, 0.1, log=True)
+    cg_damping = trial.suggest_float("cg_damping", 0.001, 0.5, log=True)
+    cg_max_steps = trial.suggest_int("cg_max_steps", 5, 30)
+    cg_sub_sampling_factor = trial.suggest_categorical("cg_sub_sampling_factor", [1, 2, 4])
+    line_search_max_iter = trial.suggest_int("line_search_max_iter", 5, 20)
+    line_search_shrinking_factor = trial.suggest_categorical("line_search_shrinking_factor", [0.5, 0.6, 0.7, 0.8, 0.9])
+    # Entropy bonus
+    ent_coef = trial.suggest_float("ent_coef", 1e-5, 0.1, log=True)
+    ent_coef_decay = trial.suggest_categorical("ent_coef_decay", [1.0, 0.9999, 0.9995, 0.999, 0.995])
+    min_ent_coef_fraction = trial.suggest_categorical("min_ent_coef_fraction", [0.0, 0.1, 0.2, 0.5])
+    # Critic
+    learning_rate = trial.suggest_float("learning_rate", 1e-5, 0.002, log=True)
+    n_critic_updates = trial.suggest_int("n_critic_updates", 5, 30)
+    # Network
+    net_arch = trial.suggest_categorical("net_arch", ["tiny", "small", "medium"])
+    activation_fn = trial.suggest_categorical("activation_fn", ["tanh", "relu"])
+
+    # Display true values
+    trial.set_user_attr("gamma", 1 - one_minus_gamma)
+    trial.set_user_attr("n_steps", 2**n_steps_pow)
+    trial.set_user_attr("batch_size", 2**batch_size_pow)
+    trial.set_user_attr("min_ent_coef", ent_coef * min_ent_coef_fraction)
+    hyperparams = convert_trpo_plus_params(
+        {
+            "n_steps_pow": n_steps_pow,
+            "batch_size_pow": batch_size_pow,
+            "one_minus_gamma": one_minus_gamma,
+            "one_minus_gae_lambda": one_minus_gae_lambda,
+            "target_kl": target_kl,
+            "cg_damping": cg_damping,
+            "cg_max_steps": cg_max_steps,
+            "cg_sub_sampling_factor": cg_sub_sampling_factor,
+            "line_search_max_iter": line_search_max_iter,
+            "line_search_shrinking_factor": line_search_shrinking_factor,
+            "ent_coef": ent_coef,
+            "ent_coef_decay": ent_coef_decay,
+            "min_ent_coef_fraction": min_ent_coef_fraction,
+            "learning_rate": learning_rate,
+            "n_critic_updates": n_critic_updates,
+            "net_arch": net_arch,
+            "activation_fn": activation_fn,
+        }
+    )
+    hyperparams["batch_size"] = min(hyperparams["batch_size"], hyperparams["n_steps"] * n_envs)
+    return hyperparams
+
+
+def convert_trpo_plus_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
+    """
+    Turn sampled values (as stored in an Optuna study) into TRPOPlus keyword arguments; used by the sampler and by
+    ``--storage ... --study-name ... --trial-id`` (rl_zoo3's ``HYPERPARAMS_CONVERTER``).
+
+    :param sampled_params: the trial's parameters (``n_steps_pow``, ``one_minus_gamma``, ``min_ent_coef_fraction``, ...)
+    :return: keyword arguments for ``TRPOPlus``
+    """
+    from rl_zoo3.hyperparams_opt import convert_onpolicy_params
+
+    params = dict(sampled_params)
+    if "min_ent_coef_fraction" in params:
+        params["min_ent_coef"] = params.get("ent_coef", 0.0) * params.pop("min_ent_coef_fraction")
+    return convert_onpolicy_params(params)
+
+
+def register_minatar_envs() -> None:
+    """Register MinAtar's Gymnasium ids (``MinAtar/Breakout-v1``, ...) if MinAtar is installed and they are not yet."""
+    import gymnasium as gym
+
+    if "MinAtar/Breakout-v1" in gym.registry:
+        return
+    try:
+        from minatar.gym import register_envs
+    except ImportError:
+        return
+    register_envs()
+
+
+def _algorithm_class() -> type:
+    from sb3_trpo_plus import TRPOPlus
+
+    return TRPOPlus
+
+
+def _patch_utils(module: ModuleType) -> None:
+    module.ALGOS[ALGO_NAME] = _algorithm_class()
+
+
+def _patch_hyperparams_opt(module: ModuleType) -> None:
+    module.HYPERPARAMS_SAMPLER[ALGO_NAME] = sample_trpo_plus_params
+    module.HYPERPARAMS_CONVERTER[ALGO_NAME] = convert_trpo_plus_params
+
+
+def _patch_import_envs(module: ModuleType) -> None:
+    register_minatar_envs()
+
+
+def _patch_exp_manager(module: ModuleType) -> None:
+    """
+    Two changes to ``ExperimentManager``, only for ``--algo trpo_plus`` (other algorithms go through unchanged):
+
+    - without ``-conf``, hyperparameters come from :data:`HYPERPARAMS_PATH` (rl_zoo3 would look for
+      ``rl_zoo3/hyperparams/trpo_plus.yml`` inside its own installation);
+    - ``-i`` keeps the saved values of :data:`KEPT_ON_CONTINUE` (rl_zoo3 passes every YAML value to ``load()``,
+      which would overwrite the adapted trust region).
+    """
+    manager_class = module.ExperimentManager
+    if getattr(manager_class, _PATCHED, False):
+        return
+    original_init = manager_class.__init__
+    original_load = manager_class._load_pretrained_agent
+    init_signature = inspect.signature(original_init)
+
+    @functools.wraps(original_init)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        if self.algo == ALGO_NAME and init_signature.bind(self, *args, **kwargs).arguments.get("config") is None:
+            self.config = str(HYPERPARAMS_PATH)
+
+    @functools.wraps(original_load)
+    def _load_pretrained_agent(self, hyperparams: dict[str, Any], env: Any) -> Any:
+        if self.algo == ALGO_NAME:
+            explicit = self.custom_hyperparams or {}
+            hyperparams = {key: value for key, value in hyperparams.items() if key not in KEPT_ON_CONTINUE or key in explicit}
+        return original_load(self, hyperparams, env)
+
+    manager_class.__init__ = __init__
+    manager_class._load_pretrained_agent = _load_pretrained_agent
+    setattr(manager_class, _PATCHED, True)
+
+
+#: What :func:`patch_module` does to each rl_zoo3 module
+PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "rl_zoo3.utils": _patch_utils,
+    "rl_zoo3.hyperparams_opt": _patch_hyperparams_opt,
+    "rl_zoo3.exp_manager": _patch_exp_manager,
+    "rl_zoo3.import_envs": _patch_import_envs,
+}
+
+
+def patch_module(module: ModuleType) -> None:
+    """
+    Add ``trpo_plus`` to one rl_zoo3 module (idempotent); called by the import hook right after the module ran.
+
+    :param module: one of the modules named in :data:`PATCHES`
+    """
+    PATCHES[module.__name__](module)
+
+
+def register() -> None:
+    """
+    Add ``trpo_plus`` to rl_zoo3 now (imports rl_zoo3). Not needed when the import hook is active, harmless then.
+    Call it before rl_zoo3's scripts build their argument parsers (``--algo`` choices come from ``ALGOS``).
+    """
+    import importlib
+
+    for name in PATCHES:
+        patch_module(importlib.import_module(name))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """
+    Fallback entry point (``python -m sb3_trpo_plus.zoo`` / ``sb3-trpo-plus-zoo``): register ``trpo_plus``, then run
+    one of rl_zoo3's scripts (``train``, ``enjoy``, ``record_video``, ...) with the remaining arguments.
+    ``--algo trpo_plus`` is added when no ``--algo`` is given.
+
+    :param argv: ``[script, *arguments]``; ``sys.argv[1:]`` by default
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    scripts = ("train", "enjoy", "record_video", "record_training")
+    if not argv or argv[0] not in scripts:
+        raise SystemExit(f"usage: python -m sb3_trpo_plus.zoo {{{','.join(scripts)}}} [rl_zoo3 arguments]")
+    script, arguments = argv[0], argv[1:]
+    if not any(argument == "--algo" or argument.startswith("--algo=") for argument in arguments):
+        arguments = ["--algo", ALGO_NAME, *arguments]
+    register()
+    # Same as ``python -m rl_zoo3.<script> ...``
+    module_name = f"rl_zoo3.{script}"
+    sys.argv = [module_name, *arguments]
+    runpy.run_module(module_name, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+"""
+rl-baselines3-zoo integration: the README's zoo commands run as subprocesses (tiny budgets, in ``tmp_path``),
+the import hook, the Optuna sampler and the shipped YAML file.
+
+Deselect with ``-m "not zoo"``.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("rl_zoo3")
+optuna = pytest.importorskip("optuna")
+
+from sb3_trpo_plus import TRPOPlus  # noqa: E402
+from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback  # noqa: E402
+from sb3_trpo_plus.torch_layers import MinAtarCNN, MinAtarCnnPolicy  # noqa: E402
+from sb3_trpo_plus.zoo import (  # noqa: E402
+    ALGO_NAME,
+    HYPERPARAMS_PATH,
+    convert_trpo_plus_params,
+    register_minatar_envs,
+    sample_trpo_plus_params,
+)
+
+pytestmark = pytest.mark.zoo
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+# The `rl_zoo3` console script installed beside this interpreter
+RL_ZOO3_SCRIPT = str(Path(sys.executable).parent / "rl_zoo3")
+# Keep subprocesses on one thread (CI machines are small) and independent of the caller's hook setting
+TRAIN_FLAGS = ["--eval-freq", "-1", "--num-threads", "1", "--seed", "0", "-f", "logs"]
+HYPERPARAMS = yaml.safe_load(HYPERPARAMS_PATH.read_text())
+
+
+def run(command: list[str], cwd: Path, timeout: int = 300, **env: str) -> str:
+    """Run ``command`` in ``cwd``; fail with its output if it exits with an error; return stdout + stderr."""
+    full_env = {key: value for key, value in os.environ.items() if key != "SB3_TRPO_PLUS_NO_ZOO_HOOK"}
+    full_env.update(env)
+    result = subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"{' '.join(command)} failed ({result.returncode}):\n{output[-5000:]}"
+    return output
+
+
+def run_python(code: str, cwd: Path, **env: str) -> str:
+    return run([PYTHON, "-c", code], cwd, timeout=120, **env).strip()
+
+
+def saved_model(log_folder: Path, env_id: str, run_id: int = 1) -> Path:
+    env_name = env_id.replace("/", "-")
+    path = log_folder / ALGO_NAME / f"{env_name}_{run_id}" / f"{env_name}.zip"
+    assert path.is_file(), f"no model at {path}: {sorted(str(p) for p in log_folder.rglob('*'))}"
+    return path
+
+
+# --- import hook ---------------------------------------------------------------------------------------------
+
+
+def test_hook_is_installed_and_lazy(tmp_path):
+    # Interpreter start only puts the finder in place: no rl_zoo3, torch or sb3_trpo_plus import
+    out = run_python(
+        "import sys; print(*[m in sys.modules for m in ('_sb3_trpo_plus_zoo_hook', 'rl_zoo3', 'torch', 'sb3_trpo_plus')])",
+        tmp_path,
+    )
+    assert out.split() == ["True", "False", "False", "False"], (
+        "sb3_trpo_plus_zoo.pth is not active in site-packages: reinstall the package (pip install -e . or pip install .)"
+    )
+
+
+def test_hook_registers_when_rl_zoo3_is_imported(tmp_path):
+    out = run_python(
+        "import importlib.util\n"
+        "import gymnasium as gym\n"
+        "from rl_zoo3 import ALGOS\n"
+        "from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER, HYPERPARAMS_CONVERTER\n"
+        "from rl_zoo3.exp_manager import ExperimentManager\n"
+        "import rl_zoo3.import_envs, rl_zoo3.utils\n"
+        "from sb3_trpo_plus import TRPOPlus\n"
+        "from sb3_trpo_plus.zoo import sample_trpo_plus_params, convert_trpo_plus_params\n"
+        "print(ALGOS['trpo_plus'] is TRPOPlus, HYPERPARAMS_SAMPLER['trpo_plus'] is sample_trpo_plus_params,\n"
+        "      HYPERPARAMS_CONVERTER['trpo_plus'] is convert_trpo_plus_params,\n"
+        "      ExperimentManager._sb3_trpo_plus_patched,\n"
+        "      importlib.util.find_spec('minatar') is None or 'MinAtar/Breakout-v1' in gym.registry,\n"
+        "      type(rl_zoo3.utils.__loader__).__name__)",
+        tmp_path,
+    )
+    assert out.split() == ["True"] * 5 + ["SourceFileLoader"]
+
+
+def test_hook_can_be_turned_off(tmp_path):
+    code = "from rl_zoo3 import ALGOS; print('trpo_plus' in ALGOS)"
+    assert run_python(code, tmp_path, SB3_TRPO_PLUS_NO_ZOO_HOOK="1") == "False"
+    # register() does the same work by hand
+    code = "from sb3_trpo_plus.zoo import register; register(); " + code
+    assert run_python(code, tmp_path, SB3_TRPO_PLUS_NO_ZOO_HOOK="1") == "True"
+
+
+def test_other_algorithms_unchanged(tmp_path):
+    # The ExperimentManager patch only acts for trpo_plus: ppo still reads rl_zoo3's own file
+    code = (
+        "import argparse\n"
+        "from rl_zoo3.exp_manager import ExperimentManager\n"
+        "m = ExperimentManager(argparse.Namespace(), 'ppo', 'CartPole-v1', 'logs')\n"
+        "t = ExperimentManager(argparse.Namespace(), 'trpo_plus', 'CartPole-v1', 'logs')\n"
+        "c = ExperimentManager(argparse.Namespace(), 'trpo_plus', 'CartPole-v1', 'logs', config='my.yml')\n"
+        "print(m.config); print(t.config); print(c.config)"
+    )
+    ppo_config, trpo_plus_config, custom_config = run_python(code, tmp_path).splitlines()
+    assert ppo_config.endswith(os.path.join("rl_zoo3", "hyperparams", "ppo.yml"))
+    assert Path(trpo_plus_config) == HYPERPARAMS_PATH
+    assert custom_config == "my.yml"
+
+
+# --- the README's commands -------------------------------------------------------------------------------------
+
+
+# (train command, enjoy command, extra environment variables)
+ZOO_COMMANDS = {
+    "python-m": (
+        [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME],
+        [PYTHON, "-m", "rl_zoo3.enjoy", "--algo", ALGO_NAME],
+        {},
+    ),
+    "rl_zoo3-script": ([RL_ZOO3_SCRIPT, "train", "--algo", ALGO_NAME], [RL_ZOO3_SCRIPT, "enjoy", "--algo", ALGO_NAME], {}),
+    # The fallback: --algo trpo_plus is its default, and it works with the hook turned off
+    "fallback": (
+        [PYTHON, "-m", "sb3_trpo_plus.zoo", "train"],
+        [PYTHON, "-m", "sb3_trpo_plus.zoo", "enjoy"],
+        {"SB3_TRPO_PLUS_NO_ZOO_HOOK": "1"},
+    ),
+}
+
+
+@pytest.mark.parametrize("commands", ZOO_COMMANDS)
+def test_train_and_enjoy(tmp_path, commands):
+    train, enjoy, env = ZOO_COMMANDS[commands]
+    out = run([*train, "--env", "CartPole-v1", "-n", "2048", *TRAIN_FLAGS], tmp_path, **env)
+    assert f"Loading hyperparameters from: {HYPERPARAMS_PATH}" in out
+
+    # The YAML values reached the model
+    expected = HYPERPARAMS["CartPole-v1"]
+    model = TRPOPlus.load(saved_model(tmp_path / "logs", "CartPole-v1"), device="cpu")
+    assert model.n_envs == expected["n_envs"]
+    for key in ("n_steps", "batch_size", "cg_damping", "gae_lambda", "gamma", "n_critic_updates"):
+        assert getattr(model, key) == pytest.approx(expected[key]), key
+    assert model.lr_schedule(1.0) == pytest.approx(expected["learning_rate"])
+    assert model.num_timesteps == 2048
+    saved_config = (tmp_path / "logs" / ALGO_NAME / "CartPole-v1_1" / "CartPole-v1" / "config.yml").read_text()
+    assert dict(yaml.load(saved_config, Loader=yaml.UnsafeLoader))["cg_damping"] == expected["cg_damping"]
+
+    out = run(
+        [*enjoy, "--env", "CartPole-v1", "-f", "logs/", "--no-render", "-n", "300", "--num-threads", "1"], tmp_path, **env
+    )
+    assert "Mean reward" in out
+
+
+def test_continue_training_keeps_adapted_values(tmp_path):
+    # A config with every adaptable value and the adaptive trust-region callback
+    config = dict(HYPERPARAMS["CartPole-v1"])
+    config.update(
+        n_steps=256,
+        batch_size=256,
+        target_kl=0.03,
+        cg_damping=0.05,
+        ent_coef=0.02,
+        ent_coef_decay=0.9,
+        min_ent_coef=0.001,
+        callback=[{"sb3_trpo_plus.callbacks.AdaptiveTrustRegionCallback": {"ls_fail_threshold": 20}}],
+    )
+    conf_file = tmp_path / "conf.yml"
+    conf_file.write_text(yaml.safe_dump({"CartPole-v1": config}))
+    train = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", "CartPole-v1", "-conf", str(conf_file)]
+    run([*train, "-n", "1024", *TRAIN_FLAGS], tmp_path)
+    first = saved_model(tmp_path / "logs", "CartPole-v1", run_id=1)
+
+    # Stand in for what AdaptiveTrustRegionCallback does after failed line searches
+    model = TRPOPlus.load(first, device="cpu")
+    assert (model.target_kl, model.cg_damping, model._n_updates) == (0.03, 0.05, 2)
+    model.target_kl, model.cg_damping = 0.007, 0.11
+    model.save(first)
+
+    run([*train, "-n", "512", "-i", str(first), *TRAIN_FLAGS], tmp_path)
+    continued = TRPOPlus.load(saved_model(tmp_path / "logs", "CartPole-v1", run_id=2), device="cpu")
+    assert continued._n_updates == 3
+    assert (continued.target_kl, continued.cg_damping) == (0.007, 0.11)
+    assert (continued.initial_target_kl, continued.initial_cg_damping) == (0.03, 0.05)
+    assert continued.ent_coef == 0.02
+    assert continued.current_ent_coef == pytest.approx(0.02 * 0.9**2)  # the third update used 0.9 ** 2
+
+    # A value given on the command line still wins
+    run([*train, "-n", "512", "-i", str(first), "-params", "target_kl:0.02", *TRAIN_FLAGS], tmp_path)
+    overridden = TRPOPlus.load(saved_model(tmp_path / "logs", "CartPole-v1", run_id=3), device="cpu")
+    assert (overridden.target_kl, overridden.cg_damping) == (0.02, 0.11)
+
+
+def test_optimize(tmp_path):
+    command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", "CartPole-v1", "-optimize"]
+    command += ["--n-trials", "2", "-n", "1000", "--n-evaluations", "1", "--eval-episodes", "2"]
+    command += ["--sampler", "random", "--pruner", "none", "--no-optim-plots", *TRAIN_FLAGS]
+    run(command, tmp_path)
+    reports = list((tmp_path / "logs" / ALGO_NAME).glob("report_CartPole-v1_2-trials-1000-random-none_*.csv"))
+    assert len(reports) == 1
+    header = reports[0].read_text().splitlines()[0].split(",")
+    for name in ("ent_coef", "ent_coef_decay", "min_ent_coef_fraction", "target_kl", "cg_damping", "cg_max_steps",
+                 "line_search_max_iter", "line_search_shrinking_factor", "n_critic_updates", "n_steps_pow",
+                 "one_minus_gamma", "one_minus_gae_lambda", "net_arch"):  # fmt: skip
+        assert f"params_{name}" in header, name
+
+
+@pytest.mark.expensive
+def test_minatar_breakout(tmp_path):
+    pytest.importorskip("minatar")
+    env_id = "MinAtar/Breakout-v1"
+    command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", env_id, "-n", "1024", *TRAIN_FLAGS]
+    run(command, tmp_path)
+    model = TRPOPlus.load(saved_model(tmp_path / "logs", env_id), device="cpu")
+    assert isinstance(model.policy, MinAtarCnnPolicy)
+    assert isinstance(model.policy.features_extractor, MinAtarCNN)
+    assert model.n_envs == HYPERPARAMS[env_id]["n_envs"]
+    assert model.last_update is not None and model.last_update.n_updates == 1
+
+
+# --- sampler, YAML file, MinAtar network (in process) ----------------------------------------------------------
+
+
+def test_sampler_builds_a_model():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(5):
+        trial = study.ask()
+        hyperparams = sample_trpo_plus_params(trial, n_actions=0, n_envs=1, additional_args={})
+        assert 0 <= hyperparams["min_ent_coef"] <= hyperparams["ent_coef"]
+        assert hyperparams["batch_size"] <= hyperparams["n_steps"]
+        # --trial-id: the converter rebuilds the same arguments from the stored parameters
+        converted = convert_trpo_plus_params(trial.params)
+        assert {key: value for key, value in converted.items() if key != "batch_size"} == {
+            key: value for key, value in hyperparams.items() if key != "batch_size"
+        }
+        model = TRPOPlus("MlpPolicy", "CartPole-v1", device="cpu", **hyperparams)
+        assert model.target_kl == hyperparams["target_kl"]
+        study.tell(trial, 0.0)
+
+
+def test_packaged_yaml_is_the_top_level_one():
+    # hyperparams/trpo_plus.yml (a symlink, or a copy on systems without symlinks) must match the packaged file
+    assert (REPO_ROOT / "hyperparams" / "trpo_plus.yml").read_text() == HYPERPARAMS_PATH.read_text()
+
+
+ZOO_KEYS = {"n_envs", "n_timesteps", "normalize", "env_wrapper", "frame_stack", "callback", "policy", "policy_kwargs"}
+
+
+@pytest.mark.parametrize("entry", sorted(HYPERPARAMS))
+def test_yaml_entries(entry):
+    import inspect
+
+    from rl_zoo3.utils import get_callback_list, get_class_by_name, get_wrapper_class
+
+    hyperparams = dict(HYPERPARAMS[entry])
+    algorithm_arguments = set(inspect.signature(TRPOPlus.__init__).parameters)
+    unknown = set(hyperparams) - ZOO_KEYS - algorithm_arguments
+    assert not unknown, f"{entry}: unknown keys {unknown}"
+    assert {"n_timesteps", "policy"} <= set(hyperparams)
+    # Dotted names resolve; callbacks accept their arguments
+    if "." in hyperparams["policy"]:
+        get_class_by_name(hyperparams["policy"])
+    get_wrapper_class(hyperparams)
+    for callback in get_callback_list(hyperparams):
+        assert isinstance(callback, AdaptiveTrustRegionCallback)
+    # Argument checks of TRPOPlus (without an environment)
+    kwargs = {key: value for key, value in hyperparams.items() if key in algorithm_arguments and key != "policy"}
+    TRPOPlus("MlpPolicy", None, _init_setup_model=False, **kwargs)
+
+
+def test_yaml_status_comments():
+    # Every block has a status comment; "# Tuned" only where docs/zoo.md names the block with its recorded run
+    docs = (REPO_ROOT / "docs" / "zoo.md").read_text()
+    status = None
+    for line in HYPERPARAMS_PATH.read_text().splitlines():
+        if line.startswith(("# Tuned", "# Untuned")):
+            status = line
+        elif line and not line.startswith((" ", "#")):
+            entry = line.rstrip(":")
+            assert status is not None, f"no status comment above {entry}"
+            if status.startswith("# Tuned"):
+                assert f"`{entry}`" in docs, f"{entry} is marked Tuned but docs/zoo.md has no run for it"
+            status = None
+
+
+def test_minatar_cnn():
+    pytest.importorskip("minatar")
+    register_minatar_envs()
+    env = gym.make("MinAtar/Seaquest-v1")  # 10x10x10: as many channels as pixels per side
+    model = TRPOPlus(MinAtarCnnPolicy, env, n_steps=64, batch_size=64, device="cpu")
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (10, 10, 10) and obs.dtype == np.bool_
+    action, _ = model.predict(obs)
+    assert env.action_space.contains(action.item())
+    model.learn(64)
+    assert model.last_update is not None and model.last_update.line_search_success
+    with pytest.raises(ValueError, match="3-dimensional"):
+        MinAtarCNN(gym.spaces.Box(0, 1, (10, 10)))
