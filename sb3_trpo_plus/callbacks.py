@@ -8,6 +8,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 if TYPE_CHECKING:
     from sb3_trpo_plus.diagnostics import UpdateDiagnostics
+    from sb3_trpo_plus.trpo_plus import TRPOPlus
 
 
 def _check_real(name: str, value: Any) -> float:
@@ -57,6 +58,8 @@ class AdaptiveTrustRegionCallback(BaseCallback):
         back toward its initial values. ``None`` (default) disables the recovery.
     :param verbose: Verbosity level: 0 for no output, 1 for a message at each change of the trust region
     """
+
+    model: "TRPOPlus"
 
     def __init__(
         self,
