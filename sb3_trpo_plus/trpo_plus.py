@@ -368,7 +368,8 @@ class TRPOPlus(OnPolicyAlgorithm):
                 assign_params(actor_params, original_params + step_fraction * full_step)
                 new_distribution = self.policy.get_distribution(obs)
                 new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
-                kl = kl_per_sample(old_distribution, new_distribution).mean()
+                # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
+                kl = kl_per_sample(old_distribution, new_distribution).mean().clamp(min=0.0)
                 new_objective_value, kl_value = new_objective.item(), kl.item()
                 # Acceptance: the objective improves and the step stays inside the trust region
                 if (
