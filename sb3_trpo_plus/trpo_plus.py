@@ -588,9 +588,7 @@ def _check_arguments(
     if not (finite(cg_damping) and cg_damping >= 0):
         raise ValueError(f"cg_damping must be a finite number >= 0, got {cg_damping!r}")
     if not (finite(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
-        raise ValueError(
-            f"line_search_shrinking_factor must be in (0, 1), got {line_search_shrinking_factor!r}"
-        )
+        raise ValueError(f"line_search_shrinking_factor must be in (0, 1), got {line_search_shrinking_factor!r}")
     for name, value, minimum in (
         ("line_search_max_iter", line_search_max_iter, 1),
         ("cg_max_steps", cg_max_steps, 1),
