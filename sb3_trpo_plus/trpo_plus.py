@@ -292,16 +292,36 @@ class TRPOPlus(OnPolicyAlgorithm):
         entropy = self._entropy(distribution, log_prob)
         return (advantages * ratio).mean() + ent_coef * entropy, entropy
 
+    def _distribution(self, obs: PyTorchObs) -> tuple[Distribution, th.Tensor | None]:
+        """
+        The policy's distribution on ``obs`` and, for SB3's actor-critic policies with a shared features extractor,
+        the shared features (which the critic update reuses instead of running the extractor again).
+        """
+        policy = self.policy
+        if (
+            isinstance(policy, ActorCriticPolicy)
+            and policy.share_features_extractor
+            and type(policy).get_distribution is ActorCriticPolicy.get_distribution
+        ):
+            # Same computation as ActorCriticPolicy.get_distribution, keeping the features
+            features = policy.extract_features(obs)
+            latent_pi = policy.mlp_extractor.forward_actor(features)  # type: ignore[arg-type]
+            return policy._get_action_dist_from_latent(latent_pi), features  # type: ignore[return-value]
+        return policy.get_distribution(obs), None
+
     def _jvp_fn(self, obs: PyTorchObs, actor_params: list[nn.Parameter]) -> JvpFn:
         # Hand-written tangent rules for SB3's standard actor-critic policies, torch.func for anything else
         return actor_critic_jvp(self.policy, obs, actor_params) or functional_jvp(self.policy, obs, actor_params)
 
     def _update_policy(
         self, rollout_data: RolloutBufferSamples, ent_coef: float, actor_params: list[nn.Parameter]
-    ) -> UpdateDiagnostics:
+    ) -> tuple[UpdateDiagnostics, th.Tensor | None]:
         """
         One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * mean(entropy)``:
         gradient, conjugate gradient with the Fisher-vector product, backtracking line search on the same ``L``.
+
+        :return: the diagnostics, and the shared features of the whole rollout at the final parameters when they
+            were computed anyway (shared features extractor, no ``sub_sampling_factor``), else ``None``
         """
         target_kl, cg_damping = self.target_kl, self.cg_damping
 
@@ -323,10 +343,12 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         obs, actions, old_log_prob, advantages = self._policy_batch(rollout_data)
         if not (_all_finite(obs) and bool(th.isfinite(advantages).all()) and bool(th.isfinite(old_log_prob).all())):
-            return failed("non_finite_input", float("nan"), float("nan"))
+            return failed("non_finite_input", float("nan"), float("nan")), None
 
         # Surrogate policy objective (with the entropy bonus) and its gradient
-        distribution = self.policy.get_distribution(obs)
+        distribution, features = self._distribution(obs)
+        # Features of the whole rollout at the current parameters, for the critic (None if it cannot reuse them)
+        final_features = features.detach() if features is not None and self.sub_sampling_factor == 1 else None
         old_distribution = detach_distribution(distribution)
         objective, entropy = self._objective(distribution, actions, old_log_prob, advantages, ent_coef)
         # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
@@ -337,7 +359,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         )
         old_objective, old_entropy = objective.item(), entropy.item()
         if not bool(th.isfinite(gradient).all()):
-            return failed("non_finite_gradient", old_objective, old_entropy)
+            return failed("non_finite_gradient", old_objective, old_entropy), final_features
 
         # Fisher-vector product (F + damping * I) v, on a sub-sample of the batch if asked
         if self.cg_sub_sampling_factor > 1:
@@ -352,13 +374,14 @@ class TRPOPlus(OnPolicyAlgorithm):
         # Conjugate gradient: search direction s = (F + damping * I)^-1 g
         search_direction = conjugate_gradient_solver(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
         if not bool(th.isfinite(search_direction).all()):
-            return failed("non_finite_direction", old_objective, old_entropy)
+            return failed("non_finite_direction", old_objective, old_entropy), final_features
         # Largest step along s with quadratic KL model 0.5 * beta^2 * s^T F s = target_kl
         curvature = th.dot(search_direction, fisher_vector_product(search_direction, retain_graph=False)).item()
         if not (np.isfinite(curvature) and curvature > 0.0):
-            return failed("non_positive_curvature", old_objective, old_entropy)
+            return failed("non_positive_curvature", old_objective, old_entropy), final_features
         full_step = np.sqrt(2.0 * target_kl / curvature) * search_direction
-        del fisher_vector_product, fvp_distribution, distribution, objective  # free the graphs before the line search
+        # free the graphs before the line search
+        del fisher_vector_product, fvp_distribution, distribution, objective, features
 
         # Line search (backtracking) on the same objective L, under the KL constraint
         original_params = flatten_params(actor_params)
@@ -366,7 +389,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         with th.no_grad():
             for iteration in range(1, self.line_search_max_iter + 1):
                 assign_params(actor_params, original_params + step_fraction * full_step)
-                new_distribution = self.policy.get_distribution(obs)
+                new_distribution, new_features = self._distribution(obs)
                 new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
                 # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
                 kl = kl_per_sample(old_distribution, new_distribution).mean().clamp(min=0.0)
@@ -378,6 +401,8 @@ class TRPOPlus(OnPolicyAlgorithm):
                     and new_objective_value > old_objective
                     and kl_value <= target_kl
                 ):
+                    if final_features is not None:
+                        final_features = new_features
                     return UpdateDiagnostics(
                         n_updates=self._n_updates + 1,
                         line_search_success=True,
@@ -390,13 +415,15 @@ class TRPOPlus(OnPolicyAlgorithm):
                         ent_coef=ent_coef,
                         target_kl=target_kl,
                         cg_damping=cg_damping,
-                    )
+                    ), final_features
                 step_fraction *= self.line_search_shrinking_factor
             # No acceptable step: restore the parameters exactly
             assign_params(actor_params, original_params)
-        return failed("line_search_exhausted", old_objective, old_entropy, iters=self.line_search_max_iter)
+        return failed("line_search_exhausted", old_objective, old_entropy, iters=self.line_search_max_iter), final_features
 
-    def _critic_value_fn(self, observations: PyTorchObs) -> Callable[[th.Tensor], th.Tensor]:
+    def _critic_value_fn(
+        self, observations: PyTorchObs, features: th.Tensor | None = None
+    ) -> Callable[[th.Tensor], th.Tensor]:
         """
         A function from minibatch indices to value predictions, differentiable in the critic-only parameters.
 
@@ -406,8 +433,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         """
         policy = self.policy
         if isinstance(policy, ActorCriticPolicy) and policy.share_features_extractor:
-            with th.no_grad():
-                features = policy.extract_features(observations)  # type: ignore[call-arg]
+            if features is None:
+                with th.no_grad():
+                    features = policy.extract_features(observations)  # type: ignore[call-arg, assignment]
 
             def values_from_features(index: th.Tensor) -> th.Tensor:
                 return policy.value_net(policy.mlp_extractor.forward_critic(features[index]))  # type: ignore[index]
@@ -419,10 +447,12 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         return values_from_observations
 
-    def _update_critic(self, rollout_data: RolloutBufferSamples, actor_params: set[nn.Parameter]) -> list[float]:
+    def _update_critic(
+        self, rollout_data: RolloutBufferSamples, actor_params: set[nn.Parameter], features: th.Tensor | None = None
+    ) -> list[float]:
         """``n_critic_updates`` epochs of minibatch regression of the value function on the GAE returns."""
         returns = rollout_data.returns
-        values_of = self._critic_value_fn(rollout_data.observations)
+        values_of = self._critic_value_fn(rollout_data.observations, features)
         critic_params = [param for param in self.policy.parameters() if param not in actor_params]
         n_samples = returns.shape[0]
         value_losses = []
@@ -503,11 +533,16 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         # The whole rollout, in one batch (shuffled by the buffer)
         rollout_data = next(self.rollout_buffer.get(batch_size=None))
+        if isinstance(rollout_data.observations, th.Tensor) and rollout_data.observations.dim() == 4:
+            # images: the same memory format as the (channels_last) convolution weights
+            rollout_data = rollout_data._replace(
+                observations=rollout_data.observations.contiguous(memory_format=th.channels_last)
+            )
         # Actor: one trust-region step
         actor_params = self._actor_params(rollout_data.observations)
-        diagnostics = self._update_policy(rollout_data, ent_coef, actor_params)
+        diagnostics, features = self._update_policy(rollout_data, ent_coef, actor_params)
         # Critic: regression on the GAE returns, never touching what the actor uses
-        value_losses = self._update_critic(rollout_data, set(actor_params))
+        value_losses = self._update_critic(rollout_data, set(actor_params), features)
 
         self._n_updates += 1
         self.last_update = diagnostics

@@ -371,3 +371,28 @@ def test_learns_cartpole():
     model.learn(20_000)
     mean_reward, _ = evaluate_policy(model, make_vec_env("CartPole-v1", seed=123), n_eval_episodes=10)
     assert mean_reward >= 200
+
+
+def test_critic_reuses_shared_features_exactly():
+    """The critic's reuse of the line search's features gives the same update as recomputing them."""
+    import copy
+
+    model = TRPOPlus(
+        "CnnPolicy", FakeImageEnv(screen_height=36, screen_width=36, n_channels=1), seed=0,
+        n_steps=32, batch_size=16, n_critic_updates=2,
+    )  # fmt: skip
+    one_update(model)
+    state = copy.deepcopy((model.policy.state_dict(), model.policy.optimizer.state_dict()))
+    rng = (th.get_rng_state(), np.random.get_state())
+    results = []
+    for reuse in (True, False):
+        model.policy.load_state_dict(state[0])
+        model.policy.optimizer.load_state_dict(state[1])
+        th.set_rng_state(rng[0])
+        np.random.set_state(rng[1])
+        if not reuse:
+            original = model._distribution
+            model._distribution = lambda obs: (original(obs)[0], None)
+        model.train()
+        results.append(all_params(model))
+    assert th.allclose(results[0], results[1], atol=1e-6)
