@@ -387,7 +387,7 @@ def test_critic_reuses_shared_features_exactly():
     results = []
     for reuse in (True, False):
         model.policy.load_state_dict(state[0])
-        model.policy.optimizer.load_state_dict(state[1])
+        model.policy.optimizer.load_state_dict(copy.deepcopy(state[1]))  # Adam updates its state in place
         th.set_rng_state(rng[0])
         np.random.set_state(rng[1])
         if not reuse:
