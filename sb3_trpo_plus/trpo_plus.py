@@ -1,7 +1,7 @@
 import warnings
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 import numpy as np
 import torch as th
@@ -43,6 +43,18 @@ def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
     if isinstance(obs, dict):
         return {key: value[index] for key, value in obs.items()}
     return obs[index]
+
+
+def _is_standard_shared_actor_critic(policy: BasePolicy) -> TypeGuard[ActorCriticPolicy]:
+    """SB3's ActorCriticPolicy (or a subclass keeping its forward passes) with a features extractor shared by both heads."""
+    return (
+        isinstance(policy, ActorCriticPolicy)
+        and policy.share_features_extractor
+        and all(
+            getattr(type(policy), method) is getattr(ActorCriticPolicy, method)
+            for method in ("get_distribution", "predict_values", "extract_features")
+        )
+    )
 
 
 def _all_finite(obs: PyTorchObs) -> bool:
@@ -298,11 +310,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         the shared features (which the critic update reuses instead of running the extractor again).
         """
         policy = self.policy
-        if (
-            isinstance(policy, ActorCriticPolicy)
-            and policy.share_features_extractor
-            and type(policy).get_distribution is ActorCriticPolicy.get_distribution
-        ):
+        if _is_standard_shared_actor_critic(policy):
             # Same computation as ActorCriticPolicy.get_distribution, keeping the features
             features = policy.extract_features(obs)
             latent_pi = policy.mlp_extractor.forward_actor(features)  # type: ignore[arg-type]
@@ -432,7 +440,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         shared features are computed once, without gradient, instead of once per minibatch and epoch.
         """
         policy = self.policy
-        if isinstance(policy, ActorCriticPolicy) and policy.share_features_extractor:
+        if _is_standard_shared_actor_critic(policy):
             if features is None:
                 with th.no_grad():
                     features = policy.extract_features(observations)  # type: ignore[call-arg, assignment]

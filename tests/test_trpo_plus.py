@@ -396,3 +396,26 @@ def test_critic_reuses_shared_features_exactly():
         model.train()
         results.append(all_params(model))
     assert th.allclose(results[0], results[1], atol=1e-6)
+
+
+def test_custom_policy_actor_params_from_structure():
+    """A custom policy whose actor parameter has "value" in its name (sb3-contrib would skip it) is updated."""
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    class TemperaturePolicy(ActorCriticPolicy):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.value_temperature = th.nn.Parameter(th.zeros(1))  # an actor parameter, despite its name
+
+        def _get_action_dist_from_latent(self, latent_pi):
+            logits = self.action_net(latent_pi) * th.exp(self.value_temperature)
+            return self.action_dist.proba_distribution(action_logits=logits)
+
+    model = TRPOPlus(TemperaturePolicy, "CartPole-v1", seed=0, **SMALL)
+    one_update(model)
+    assert any(param is model.policy.value_temperature for param in model._actor_params())
+    assert not any(param is model.policy.value_net.weight for param in model._actor_params())
+    before = model.policy.value_temperature.item()
+    model.train()
+    assert model.last_update.line_search_success
+    assert model.policy.value_temperature.item() != before
