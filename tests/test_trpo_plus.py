@@ -1,5 +1,7 @@
 """Behaviour of TRPOPlus against SB3's conventions: spaces, wrappers, diagnostics, errors, save/load, learning."""
 
+import copy
+import functools
 import math
 
 import gymnasium as gym
@@ -375,8 +377,6 @@ def test_learns_cartpole():
 
 def test_critic_reuses_shared_features_exactly():
     """The critic's reuse of the line search's features gives the same update as recomputing them."""
-    import copy
-
     model = TRPOPlus(
         "CnnPolicy", FakeImageEnv(screen_height=36, screen_width=36, n_channels=1), seed=0,
         n_steps=32, batch_size=16, n_critic_updates=2,
@@ -391,8 +391,8 @@ def test_critic_reuses_shared_features_exactly():
         th.set_rng_state(rng[0])
         np.random.set_state(rng[1])
         if not reuse:
-            original = model._distribution
-            model._distribution = lambda obs: (original(obs)[0], None)
+            # Without the shared features: the critic recomputes them from the observations
+            model._distribution = functools.partial(lambda original, obs: (original(obs)[0], None), model._distribution)
         model.train()
         results.append(all_params(model))
     assert th.allclose(results[0], results[1], atol=1e-6)

@@ -1,0 +1,457 @@
+"""
+Learning benchmark: TRPOPlus, sb3-contrib TRPO and PPO with their zoo hyperparameters, several seeds per env,
+evaluated on a separate environment during training.
+
+Hyperparameters: ``hyperparams/trpo_plus.yml`` for TRPOPlus, rl_zoo3's own ``trpo.yml`` and ``ppo.yml`` for the
+others (``benchmarks/hyperparams.yml`` for MinAtar, which the zoo does not list), read with the zoo's rules and
+turned into an environment and a model by rl_zoo3's ``ExperimentManager`` (schedules, ``normalize``, wrappers,
+``policy_kwargs``, YAML callbacks), exactly as ``python -m rl_zoo3.train`` would.
+
+Budget: by default every algorithm gets the same number of steps on an env (``--budget-source common``): the
+``n_timesteps`` of sb3-contrib TRPO's zoo entry (2M steps for MinAtar); ``--budget-source own`` gives each
+algorithm its own YAML budget. ``--budget-scale`` multiplies either.
+
+Evaluation: every ``--eval-freq`` steps (default: 1/20 of the budget) and at the end, ``--eval-episodes`` episodes
+on ``--n-eval-envs`` separate environments (seeded apart from the training ones; ``VecNormalize`` statistics
+copied from training, reward normalization off), deterministic actions except on Atari (the zoo's rule).
+
+Results: one JSON per ``(algo, env, seed)`` in ``benchmarks/results/learning/<algo>/<env>/seed<k>.json`` with the
+evaluation curve, written when the run finishes. A finished key is skipped, so an interrupted sweep is resumed by
+running the same command again; runs longer than ``--checkpoint-freq`` steps also save checkpoints (model and
+``VecNormalize`` statistics, in ``benchmarks/results/tmp/``) and continue from the latest one. With several keys,
+the runs are started as ``--jobs`` subprocesses with ``--threads`` torch threads each.
+
+LunarLander-v3 needs ``pip install "gymnasium[box2d]"``, MinAtar ``pip install minatar``.
+
+Usage::
+
+    # the sweep (resumable; run it again to continue)
+    python -m benchmarks.learning --algos trpo_plus trpo ppo --envs CartPole-v1 Acrobot-v1 Pendulum-v1 \\
+        --seeds 0 1 2 3 4 --jobs 2 --threads 1
+    # one run
+    python -m benchmarks.learning --algos trpo_plus --envs CartPole-v1 --seeds 0
+"""
+
+import argparse
+import json
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import (
+    ALGO_LABELS,
+    RESULTS_DIR,
+    command_line,
+    common_budget,
+    env_dirname,
+    load_hyperparams,
+    machine_info,
+    make_experiment,
+    set_threads,
+    to_jsonable,
+    write_json,
+)
+
+DEFAULT_ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3", "Pendulum-v1", "MinAtar/Breakout-v1"]
+#: Evaluation environments are seeded with ``seed + EVAL_SEED_OFFSET`` (never the training envs' seeds)
+EVAL_SEED_OFFSET = 10_000
+CHECKPOINT_PREFIX = "rl_model"
+
+
+def result_path(results_dir: Path, algo: str, env_id: str, seed: int) -> Path:
+    return results_dir / "learning" / algo / env_dirname(env_id) / f"seed{seed}.json"
+
+
+def work_dir(results_dir: Path, algo: str, env_id: str, seed: int) -> Path:
+    """Logs, checkpoints and the partial curve of a run (under ``results/tmp/``, not committed)."""
+    return results_dir / "tmp" / "learning" / algo / env_dirname(env_id) / f"seed{seed}"
+
+
+def run_budget(algo: str, env_id: str, source: str, scale: float, n_timesteps: int | None) -> int:
+    if n_timesteps is not None:
+        return n_timesteps
+    if source == "common":
+        budget = common_budget(env_id)
+    else:
+        hyperparams, _ = load_hyperparams(algo, env_id)
+        budget = int(float(hyperparams["n_timesteps"]))
+    return max(1, round(budget * scale))
+
+
+# --- evaluation and checkpoints --------------------------------------------------------------------------------
+
+
+def _curve_callback_class() -> type:
+    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import sync_envs_normalization
+
+    class CurveCallback(BaseCallback):
+        """
+        Evaluate every ``eval_freq`` steps (and at step 0) on ``eval_env``; write the curve to ``curve_path`` after
+        each evaluation, so that a resumed run keeps the points up to its checkpoint.
+        """
+
+        def __init__(
+            self, eval_env: Any, eval_freq: int, n_episodes: int, deterministic: bool, curve: dict[str, list], curve_path: Path
+        ) -> None:
+            super().__init__()
+            self.eval_env = eval_env
+            self.eval_freq = eval_freq
+            self.n_episodes = n_episodes
+            self.deterministic = deterministic
+            self.curve = curve
+            self.curve_path = curve_path
+
+        def evaluate(self) -> None:
+            start = time.perf_counter()
+            sync_envs_normalization(self.training_env, self.eval_env)
+            returns, lengths = evaluate_policy(
+                self.model,
+                self.eval_env,
+                n_eval_episodes=self.n_episodes,
+                deterministic=self.deterministic,
+                return_episode_rewards=True,
+            )
+            episodes = list(self.model.ep_info_buffer)
+            self.curve["timesteps"].append(int(self.num_timesteps))
+            self.curve["mean"].append(float(np.mean(returns)))
+            self.curve["std"].append(float(np.std(returns)))
+            self.curve["returns"].append([float(r) for r in returns])
+            self.curve["lengths"].append([int(n) for n in lengths])
+            self.curve["train_ep_rew_mean"].append(float(np.mean([e["r"] for e in episodes])) if episodes else None)
+            self.curve["eval_s"] = self.curve.get("eval_s", 0.0) + time.perf_counter() - start
+            write_json(self.curve_path, self.curve)
+
+        def due(self) -> bool:
+            if self.eval_freq <= 0:
+                return False
+            last = self.curve["timesteps"][-1] if self.curve["timesteps"] else -1
+            return self.num_timesteps // self.eval_freq > last // self.eval_freq if last >= 0 else True
+
+        def _on_training_start(self) -> None:
+            if self.due():
+                self.evaluate()
+
+        def _on_step(self) -> bool:
+            if self.due():
+                self.evaluate()
+            return True
+
+    class ResumableCheckpoint(CheckpointCallback):
+        """SB3's checkpoints (model and ``VecNormalize`` statistics), keeping only the latest one."""
+
+        def _on_step(self) -> bool:
+            if self.n_calls % self.save_freq == 0:
+                previous = sorted(Path(self.save_path).glob(f"{self.name_prefix}*"))
+                super()._on_step()
+                current = {Path(self._checkpoint_path(extension="zip")), Path(self._checkpoint_path("vecnormalize_", "pkl"))}
+                for path in previous:
+                    if path not in current:
+                        path.unlink(missing_ok=True)
+            return True
+
+    return CurveCallback, ResumableCheckpoint
+
+
+def latest_checkpoint(checkpoint_dir: Path) -> tuple[Path, Path | None, int] | None:
+    """The newest ``rl_model_<steps>_steps.zip`` in ``checkpoint_dir``, its ``VecNormalize`` file and its step."""
+    found = []
+    for path in checkpoint_dir.glob(f"{CHECKPOINT_PREFIX}_*_steps.zip"):
+        match = re.fullmatch(rf"{CHECKPOINT_PREFIX}_(\d+)_steps\.zip", path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    if not found:
+        return None
+    steps, path = max(found)
+    vec_normalize = checkpoint_dir / f"{CHECKPOINT_PREFIX}_vecnormalize_{steps}_steps.pkl"
+    return path, vec_normalize if vec_normalize.is_file() else None, steps
+
+
+def train_run(
+    algo: str,
+    env_id: str,
+    seed: int,
+    n_timesteps: int,
+    run_dir: Path,
+    *,
+    hyperparams: dict[str, Any] | None = None,
+    device: str = "cpu",
+    eval_freq: int = 0,
+    eval_episodes: int = 10,
+    n_eval_envs: int = 5,
+    checkpoint_freq: int = 0,
+    tensorboard: bool = False,
+    log_args: argparse.Namespace | None = None,
+) -> dict[str, Any]:
+    """
+    Train ``algo`` on ``env_id`` for ``n_timesteps`` (continuing from the latest checkpoint in ``run_dir`` if
+    any), evaluating every ``eval_freq`` steps and at the end; return the run's record (curve, final evaluation).
+    """
+    from rl_zoo3.utils import ALGOS
+    from stable_baselines3.common.utils import set_random_seed
+    from stable_baselines3.common.vec_env import unwrap_vec_normalize
+
+    if hyperparams is None:
+        hyperparams, hyperparams_source = load_hyperparams(algo, env_id)
+    else:
+        hyperparams_source = "given"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint_dir = run_dir / "checkpoints"
+    curve_path = run_dir / "curve.json"
+    set_random_seed(seed)
+    exp = make_experiment(
+        algo,
+        env_id,
+        hyperparams,
+        seed=seed,
+        log_folder=run_dir / "zoo",
+        n_timesteps=n_timesteps,
+        device=device,
+        tensorboard_log=str(run_dir / "tensorboard") if tensorboard else "",
+        args=log_args,
+    )
+    # ExperimentManager.setup_experiment(), with the model loaded from a checkpoint when there is one
+    unprocessed, saved_hyperparams = exp.read_hyperparameters()
+    processed, exp.env_wrapper, exp.callbacks, exp.vec_env_wrapper = exp._preprocess_hyperparams(unprocessed)
+    exp.create_log_folder()
+    env = exp.create_envs(exp.n_envs, no_log=False)
+    checkpoint = latest_checkpoint(checkpoint_dir)
+    resumed_from = None
+    curve: dict[str, Any] = {key: [] for key in ("timesteps", "mean", "std", "returns", "lengths", "train_ep_rew_mean")}
+    if checkpoint is not None:
+        model_path, vec_normalize_path, _ = checkpoint
+        vec_normalize = unwrap_vec_normalize(env)
+        if vec_normalize is not None and vec_normalize_path is not None:
+            with open(vec_normalize_path, "rb") as file:
+                saved = pickle.load(file)
+            # The running statistics (an unpickled VecNormalize has no venv: read its __dict__ only)
+            for key in ("obs_rms", "ret_rms"):
+                if key in vars(saved):
+                    setattr(vec_normalize, key, vars(saved)[key])
+        model = ALGOS[algo].load(model_path, env=env, device=device)
+        resumed_from = int(model.num_timesteps)
+        if curve_path.is_file():
+            previous = json.loads(curve_path.read_text())
+            keep = [i for i, t in enumerate(previous["timesteps"]) if t <= resumed_from]
+            for key in curve:
+                curve[key] = [previous[key][i] for i in keep]
+            curve["eval_s"] = previous.get("eval_s", 0.0)
+        print(f"resuming {algo} {env_id} seed {seed} from {model_path.name} ({resumed_from} steps)", flush=True)
+    else:
+        model = ALGOS[algo](env=env, tensorboard_log=exp.tensorboard_log, seed=seed, verbose=0, device=device, **processed)
+    exp._save_config(saved_hyperparams)
+
+    eval_env = exp.create_envs(n_eval_envs, eval_env=True)
+    eval_env.seed(seed + EVAL_SEED_OFFSET)
+    CurveCallback, ResumableCheckpoint = _curve_callback_class()
+    curve_callback = CurveCallback(eval_env, eval_freq, eval_episodes, exp.deterministic_eval, curve, curve_path)
+    callbacks = [*exp.callbacks, curve_callback]
+    if checkpoint_freq > 0:
+        save_freq = max(checkpoint_freq // exp.n_envs, 1)
+        callbacks.append(
+            ResumableCheckpoint(save_freq, str(checkpoint_dir), name_prefix=CHECKPOINT_PREFIX, save_vecnormalize=True)
+        )
+    start = time.perf_counter()
+    remaining = n_timesteps - int(model.num_timesteps)
+    if remaining > 0:
+        model.learn(remaining, callback=callbacks, reset_num_timesteps=resumed_from is None, tb_log_name=algo)
+    wall = time.perf_counter() - start
+    # Final evaluation at the end of training (unless the last periodic one was there)
+    if not curve["timesteps"] or curve["timesteps"][-1] != model.num_timesteps:
+        curve_callback.evaluate()
+    model.save(run_dir / "final_model.zip")
+    if exp.normalize:
+        vec_normalize = model.get_vec_normalize_env()
+        if vec_normalize is not None:
+            vec_normalize.save(str(run_dir / "final_vecnormalize.pkl"))
+    env.close()
+    eval_env.close()
+    record = {
+        "algo": algo,
+        "algo_label": ALGO_LABELS.get(algo, algo),
+        "env_id": env_id,
+        "seed": seed,
+        "n_timesteps": n_timesteps,
+        "num_timesteps_done": int(model.num_timesteps),
+        "hyperparams_source": hyperparams_source,
+        "hyperparams": to_jsonable(dict(saved_hyperparams)),
+        "evaluation": {
+            "freq": eval_freq,
+            "episodes": eval_episodes,
+            "n_envs": n_eval_envs,
+            "seed": seed + EVAL_SEED_OFFSET,
+            "deterministic": bool(exp.deterministic_eval),
+        },
+        "curve": curve,
+        "final": {
+            "timesteps": curve["timesteps"][-1],
+            "mean": curve["mean"][-1],
+            "std": curve["std"][-1],
+            "returns": curve["returns"][-1],
+        },
+        "resumed_from": resumed_from,
+        "wall_s_this_session": wall,
+        "eval_s": curve.get("eval_s", 0.0),
+        "run_dir": str(run_dir),
+        "device": device,
+    }
+    if algo == "trpo_plus" and getattr(model, "last_update", None) is not None:
+        record["last_update"] = to_jsonable(vars(model.last_update))
+    return record
+
+
+# --- the sweep -------------------------------------------------------------------------------------------------
+
+
+def is_finished(path: Path, n_timesteps: int) -> bool:
+    """A result exists for this key; one with another budget is kept (and reported as such), not overwritten."""
+    if not path.is_file():
+        return False
+    try:
+        done = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return False
+    if done.get("n_timesteps") != n_timesteps:
+        print(f"note: {path} holds a run of {done.get('n_timesteps')} steps, not {n_timesteps}: kept (--force to redo)")
+    return True
+
+
+def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None:
+    results_dir = Path(args.results_dir)
+    n_timesteps = run_budget(algo, env_id, args.budget_source, args.budget_scale, args.n_timesteps)
+    out = result_path(results_dir, algo, env_id, seed)
+    if not args.force and is_finished(out, n_timesteps):
+        print(f"done already: {out}")
+        return
+    set_threads(args.threads)
+    eval_freq = args.eval_freq if args.eval_freq is not None else max(n_timesteps // 20, 1)
+    run_dir = work_dir(results_dir, algo, env_id, seed)
+    if args.force and run_dir.exists():
+        shutil.rmtree(run_dir)
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    record = train_run(
+        algo,
+        env_id,
+        seed,
+        n_timesteps,
+        run_dir,
+        device=args.device,
+        eval_freq=eval_freq,
+        eval_episodes=args.eval_episodes,
+        n_eval_envs=args.n_eval_envs,
+        checkpoint_freq=args.checkpoint_freq if n_timesteps > args.checkpoint_freq > 0 else 0,
+        log_args=args,
+    )
+    record.update(
+        budget_source="given" if args.n_timesteps is not None else args.budget_source,
+        budget_scale=args.budget_scale,
+        started=started,
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+        command=command_line(),
+        machine=machine_info(),
+    )
+    write_json(out, record)
+    # The run is complete: its checkpoints are no longer needed (the final model stays in the work folder)
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    print(f"{algo} {env_id} seed {seed}: final {record['final']['mean']:.1f} +/- {record['final']['std']:.1f} -> {out}")
+
+
+def child_command(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> list[str]:
+    command = [sys.executable, "-m", "benchmarks.learning", "--algos", algo, "--envs", env_id, "--seeds", str(seed)]
+    command += ["--jobs", "1", "--threads", str(args.threads), "--device", args.device]
+    command += ["--budget-source", args.budget_source, "--budget-scale", str(args.budget_scale)]
+    command += ["--eval-episodes", str(args.eval_episodes), "--n-eval-envs", str(args.n_eval_envs)]
+    command += ["--checkpoint-freq", str(args.checkpoint_freq), "--results-dir", str(args.results_dir)]
+    if args.n_timesteps is not None:
+        command += ["--n-timesteps", str(args.n_timesteps)]
+    if args.eval_freq is not None:
+        command += ["--eval-freq", str(args.eval_freq)]
+    if args.force:
+        command.append("--force")
+    return command
+
+
+def sweep(args: argparse.Namespace, keys: list[tuple[str, str, int]]) -> int:
+    """Run the keys not done yet as subprocesses, ``--jobs`` at a time; return the number of failed runs."""
+    results_dir = Path(args.results_dir)
+    todo = []
+    for algo, env_id, seed in keys:
+        n_timesteps = run_budget(algo, env_id, args.budget_source, args.budget_scale, args.n_timesteps)
+        if args.force or not is_finished(result_path(results_dir, algo, env_id, seed), n_timesteps):
+            todo.append((algo, env_id, seed))
+    print(f"{len(keys) - len(todo)} of {len(keys)} runs done already; {len(todo)} to run, {args.jobs} at a time", flush=True)
+    if args.dry_run:
+        for key in todo:
+            print("would run:", " ".join(child_command(args, *key)))
+        return 0
+    running: list[tuple[subprocess.Popen, tuple[str, str, int], Any, float]] = []
+    failures = 0
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    while todo or running:
+        while todo and len(running) < args.jobs:
+            key = todo.pop(0)
+            log_path = work_dir(results_dir, *key) / "train.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(log_path, "a")
+            process = subprocess.Popen(child_command(args, *key), stdout=log, stderr=subprocess.STDOUT, env=env)
+            print(f"[{time.strftime('%H:%M:%S')}] start {key} (pid {process.pid}, log {log_path})", flush=True)
+            running.append((process, key, log, time.time()))
+        time.sleep(1.0)
+        for item in list(running):
+            process, key, log, started = item
+            if process.poll() is None:
+                continue
+            running.remove(item)
+            log.close()
+            status = "done" if process.returncode == 0 else f"FAILED ({process.returncode})"
+            failures += process.returncode != 0
+            print(f"[{time.strftime('%H:%M:%S')}] {status} {key} in {time.time() - started:.0f} s", flush=True)
+    return failures
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algos", nargs="+", default=list(ALGO_LABELS), choices=list(ALGO_LABELS))
+    parser.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument(
+        "--budget-source",
+        choices=["common", "own"],
+        default="common",
+        help="common: sb3-contrib TRPO's zoo budget for every algorithm; own: each algorithm's YAML",
+    )
+    parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply the budget (e.g. 0.1 for a quick look)")
+    parser.add_argument("--n-timesteps", type=int, default=None, help="budget of every run (overrides the above)")
+    parser.add_argument("--eval-freq", type=int, default=None, help="steps between evaluations (default: budget / 20)")
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--n-eval-envs", type=int, default=5)
+    parser.add_argument("--checkpoint-freq", type=int, default=250_000, help="steps between checkpoints of long runs")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (subprocesses) when there are several")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--results-dir", default=str(RESULTS_DIR))
+    parser.add_argument("--force", action="store_true", help="redo finished runs")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs to do and stop")
+    args = parser.parse_args(argv)
+
+    # Env by env, seed by seed, the algorithms side by side: an interrupted sweep leaves whole comparisons
+    keys = [(algo, env_id, seed) for env_id in args.envs for seed in args.seeds for algo in args.algos]
+    if len(keys) == 1 and args.jobs == 1 and not args.dry_run:
+        run_one(args, *keys[0])
+        return
+    failures = sweep(args, keys)
+    if failures:
+        raise SystemExit(f"{failures} run(s) failed: see their train.log under {Path(args.results_dir) / 'tmp'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,450 @@
+"""
+Throughput: environment steps per second of TRPOPlus, sb3-contrib TRPO and PPO, in one run, and the rollout-only
+rate (policy forward plus environment steps, no update) as the ceiling.
+
+Each algorithm gets the same environment (Breakout: SB3's ``make_atari_env`` + ``VecFrameStack(4)``; CartPole:
+``make_vec_env``), the same ``n_envs`` and ``n_steps``, and the rest of its own zoo hyperparameters
+(``hyperparams/trpo_plus.yml``; rl_zoo3's ``trpo.yml`` and ``ppo.yml``; an entry's environment settings,
+``normalize`` and ``callback`` are left out so that all three step the same environment). The rate counts every
+timed update: rollout plus training, after ``--warmup-updates`` untimed ones.
+
+``--phase-timing`` splits the updates without changing library code: the script times the methods of a
+``TRPOPlus`` subclass and wraps the module-level functions ``_update_policy`` calls (``conjugate_gradient_solver``,
+``assign_params``) and ``FisherVectorProduct.__call__``; for sb3-contrib TRPO it wraps ``_compute_actor_grad``,
+``conjugate_gradient_solver``, ``hessian_vector_product`` and the critic's first minibatch fetch.
+
+Usage::
+
+    python -m benchmarks.throughput --threads 2 --phase-timing --out benchmarks/results/throughput.json
+    python -m benchmarks.throughput --envs cartpole --merge        # redo one env, keep the other in the file
+"""
+
+import argparse
+import contextlib
+import gc
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from sb3_contrib import TRPO
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_atari_env, make_vec_env
+from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
+
+from benchmarks._common import (
+    ALGO_LABELS,
+    RESULTS_DIR,
+    command_line,
+    load_hyperparams,
+    machine_info,
+    register_envs,
+    write_json,
+)
+from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus import trpo_plus as trpo_plus_module
+from sb3_trpo_plus.trust_region import FisherVectorProduct
+
+#: The benchmark's environments: the same rollout (n_envs x n_steps) for every algorithm
+ENVS: dict[str, dict[str, Any]] = {
+    "breakout": {"env_id": "BreakoutNoFrameskip-v4", "policy": "CnnPolicy", "n_envs": 8, "n_steps": 128},
+    # trpo.yml's CartPole rollout (2 x 512)
+    "cartpole": {"env_id": "CartPole-v1", "policy": "MlpPolicy", "n_envs": 2, "n_steps": 512},
+}
+ALGO_CLASSES = {"trpo_plus": TRPOPlus, "trpo": TRPO, "ppo": PPO}
+#: YAML keys that describe the environment or the run, not the algorithm
+ENV_KEYS = ("n_timesteps", "n_envs", "env_wrapper", "frame_stack", "normalize", "callback", "policy")
+
+
+def make_env(env_id: str, n_envs: int, seed: int) -> VecEnv:
+    if "NoFrameskip" in env_id:
+        return VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), n_stack=4)
+    return make_vec_env(env_id, n_envs=n_envs, seed=seed)
+
+
+def algo_kwargs(algo: str, env_id: str, n_steps: int, overrides: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The algorithm's zoo hyperparameters for ``env_id`` (schedules and ``policy_kwargs`` as objects)."""
+    from rl_zoo3.exp_manager import ExperimentManager
+
+    hyperparams, source = load_hyperparams(algo, env_id)
+    kwargs = {key: value for key, value in hyperparams.items() if key not in ENV_KEYS}
+    kwargs.update(overrides)
+    kwargs["n_steps"] = n_steps
+    if isinstance(kwargs.get("policy_kwargs"), str):
+        kwargs["policy_kwargs"] = eval(kwargs["policy_kwargs"])
+    return ExperimentManager._preprocess_schedules(kwargs), source
+
+
+class UpdateTimer(BaseCallback):
+    """Timestamps of each rollout's start and end, and of the end of training: rollout and update times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollout_starts: list[float] = []
+        self.rollout_ends: list[float] = []
+        self.training_end = float("nan")
+
+    def _on_rollout_start(self) -> None:
+        self.rollout_starts.append(time.perf_counter())
+
+    def _on_rollout_end(self) -> None:
+        self.rollout_ends.append(time.perf_counter())
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        self.training_end = time.perf_counter()
+
+    def durations(self) -> tuple[list[float], list[float]]:
+        """Per update: rollout seconds, and training seconds (rollout end to the next rollout start)."""
+        rollouts = [end - start for start, end in zip(self.rollout_starts, self.rollout_ends)]
+        train_ends = [*self.rollout_starts[1:], self.training_end]
+        trains = [end - start for start, end in zip(self.rollout_ends, train_ends)]
+        return rollouts, trains
+
+
+# --- phase timing --------------------------------------------------------------------------------------------
+
+
+class TimedTRPOPlus(TRPOPlus):
+    """TRPOPlus that records, per update, when each part of ``train()`` starts and ends (see :func:`phase_split`)."""
+
+    phase_log: list[dict[str, float]]
+    _marks: dict[str, float]
+
+    def mark(self, name: str, once: bool = True) -> None:
+        if not (once and name in self._marks):
+            self._marks[name] = time.perf_counter()
+
+    def train(self) -> None:
+        self._marks = {"fvp_calls": 0.0, "fvp_s": 0.0}
+        self.mark("train_start")
+        super().train()
+        self.mark("train_end")
+        self.phase_log.append(self._marks)
+
+    def _actor_params(self, observations: Any = None) -> Any:
+        self.mark("actor_params_start")
+        try:
+            return super()._actor_params(observations)
+        finally:
+            self.mark("actor_params_end")
+
+    def _update_policy(self, *args: Any, **kwargs: Any) -> Any:
+        self.mark("policy_start")
+        try:
+            return super()._update_policy(*args, **kwargs)
+        finally:
+            self.mark("policy_end")
+
+    def _jvp_fn(self, *args: Any, **kwargs: Any) -> Any:
+        self.mark("fvp_setup_start")
+        return super()._jvp_fn(*args, **kwargs)
+
+    def _update_critic(self, *args: Any, **kwargs: Any) -> Any:
+        self.mark("critic_start")
+        try:
+            return super()._update_critic(*args, **kwargs)
+        finally:
+            self.mark("critic_end")
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, make_wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    original = getattr(owner, name)
+    setattr(owner, name, make_wrapper(original))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+@contextlib.contextmanager
+def trpo_plus_phase_timing(model: TimedTRPOPlus) -> Iterator[None]:
+    """Wrap the functions ``TRPOPlus._update_policy`` calls, to mark the CG and line-search boundaries."""
+    model.phase_log = []
+
+    def cg_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def conjugate_gradient_solver(*args: Any, **kwargs: Any) -> Any:
+            model.mark("cg_start")
+            try:
+                return original(*args, **kwargs)
+            finally:
+                model.mark("cg_end")
+
+        return conjugate_gradient_solver
+
+    def assign_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def assign_params(*args: Any, **kwargs: Any) -> Any:
+            model.mark("line_search_start")  # the first assignment is the first line-search candidate
+            return original(*args, **kwargs)
+
+        return assign_params
+
+    def fvp_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __call__(self: FisherVectorProduct, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                model._marks["fvp_calls"] += 1
+                model._marks["fvp_s"] += time.perf_counter() - start
+
+        return __call__
+
+    with (
+        _patched(trpo_plus_module, "conjugate_gradient_solver", cg_wrapper),
+        _patched(trpo_plus_module, "assign_params", assign_wrapper),
+        _patched(FisherVectorProduct, "__call__", fvp_wrapper),
+    ):
+        yield
+
+
+def _span(marks: dict[str, float], start: str, end: str) -> float:
+    return marks[end] - marks[start] if start in marks and end in marks else float("nan")
+
+
+def trpo_plus_phase_split(marks: dict[str, float]) -> dict[str, float]:
+    """Seconds of one TRPOPlus update in each part (what each contains: see the report)."""
+    return {
+        "actor_params": _span(marks, "actor_params_start", "actor_params_end"),
+        "gradient": _span(marks, "policy_start", "fvp_setup_start"),
+        "fvp_setup": _span(marks, "fvp_setup_start", "cg_start"),
+        "cg": _span(marks, "cg_start", "cg_end"),
+        "curvature": _span(marks, "cg_end", "line_search_start"),
+        "line_search": _span(marks, "line_search_start", "policy_end"),
+        "critic": _span(marks, "critic_start", "critic_end"),
+        "total": _span(marks, "train_start", "train_end"),
+        "fvp_calls": marks["fvp_calls"],
+        "fvp_mean": marks["fvp_s"] / max(marks["fvp_calls"], 1.0),
+    }
+
+
+class TimedTRPO(TRPO):
+    """sb3-contrib TRPO with per-update timestamps (its ``train()`` is one block: the split is coarser)."""
+
+    phase_log: list[dict[str, float]]
+    _marks: dict[str, float]
+
+    def mark(self, name: str, once: bool = True) -> None:
+        if not (once and name in self._marks):
+            self._marks[name] = time.perf_counter()
+
+    def train(self) -> None:
+        self._marks = {"hvp_calls": 0.0, "hvp_s": 0.0}
+        self.mark("train_start")
+        super().train()
+        self.mark("train_end")
+        self.phase_log.append(self._marks)
+
+    def _compute_actor_grad(self, *args: Any, **kwargs: Any) -> Any:
+        self.mark("actor_grad_start")
+        try:
+            return super()._compute_actor_grad(*args, **kwargs)
+        finally:
+            self.mark("actor_grad_end")
+
+    def hessian_vector_product(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return super().hessian_vector_product(*args, **kwargs)
+        finally:
+            self._marks["hvp_calls"] += 1
+            self._marks["hvp_s"] += time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def trpo_phase_timing(model: TimedTRPO) -> Iterator[None]:
+    import sb3_contrib.trpo.trpo as trpo_module
+
+    model.phase_log = []
+    buffer_get = model.rollout_buffer.get
+
+    def get(batch_size: int | None = None) -> Any:
+        if batch_size is not None:
+            model.mark("critic_start")  # the critic's minibatches; the actor fetches the whole buffer
+        return buffer_get(batch_size)
+
+    def cg_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def conjugate_gradient_solver(*args: Any, **kwargs: Any) -> Any:
+            model.mark("cg_start")
+            try:
+                return original(*args, **kwargs)
+            finally:
+                model.mark("cg_end")
+
+        return conjugate_gradient_solver
+
+    model.rollout_buffer.get = get  # type: ignore[method-assign]
+    try:
+        with _patched(trpo_module, "conjugate_gradient_solver", cg_wrapper):
+            yield
+    finally:
+        del model.rollout_buffer.get
+
+
+def trpo_phase_split(marks: dict[str, float]) -> dict[str, float]:
+    return {
+        "gradient": _span(marks, "train_start", "cg_start"),
+        "cg": _span(marks, "cg_start", "cg_end"),
+        "line_search": _span(marks, "cg_end", "critic_start"),  # includes the curvature product
+        "critic": _span(marks, "critic_start", "train_end"),
+        "total": _span(marks, "train_start", "train_end"),
+        "fvp_calls": marks["hvp_calls"],
+        "fvp_mean": marks["hvp_s"] / max(marks["hvp_calls"], 1.0),
+    }
+
+
+# --- measurements ----------------------------------------------------------------------------------------------
+
+
+def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
+    overrides = {"policy": spec["policy"]}
+    if algo == "trpo_plus" and args.cg_sub_sampling_factor is not None:
+        overrides["cg_sub_sampling_factor"] = args.cg_sub_sampling_factor
+    kwargs, source = algo_kwargs(algo, spec["env_id"], spec["n_steps"], overrides)
+    env = make_env(spec["env_id"], spec["n_envs"], args.seed)
+    algo_class: type = ALGO_CLASSES[algo]
+    if args.phase_timing and algo in ("trpo_plus", "trpo"):
+        algo_class = TimedTRPOPlus if algo == "trpo_plus" else TimedTRPO
+    model = algo_class(env=env, seed=args.seed, device=args.device, verbose=0, **kwargs)
+    timing: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if algo_class is TimedTRPOPlus:
+        timing = trpo_plus_phase_timing(model)
+    elif algo_class is TimedTRPO:
+        timing = trpo_phase_timing(model)
+    timer = UpdateTimer()
+    steps_per_update = spec["n_envs"] * spec["n_steps"]
+    print(
+        f"[{spec['env_id']}] {ALGO_LABELS[algo]}: {warmup} warm-up + {updates} timed updates of {steps_per_update} steps",
+        flush=True,
+    )
+    with timing:
+        model.learn(total_timesteps=(warmup + updates) * steps_per_update, callback=timer)
+    rollouts, trains = timer.durations()
+    rollouts, trains = rollouts[warmup:], trains[warmup:]
+    steps = steps_per_update * len(rollouts)
+    result: dict[str, Any] = {
+        "hyperparams_source": source,
+        "hyperparams": {key: str(value) for key, value in kwargs.items()},
+        "warmup_updates": warmup,
+        "timed_updates": len(rollouts),
+        "steps": steps,
+        "rollout_s": float(np.sum(rollouts)),
+        "train_s": float(np.sum(trains)),
+        "steps_per_s": steps / float(np.sum(rollouts) + np.sum(trains)),
+        "rollout_steps_per_s": steps / float(np.sum(rollouts)),
+        "train_s_per_update": [float(t) for t in trains],
+    }
+    if algo_class is TimedTRPOPlus:
+        splits = [trpo_plus_phase_split(marks) for marks in model.phase_log[warmup:]]
+        result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
+    elif algo_class is TimedTRPO:
+        splits = [trpo_phase_split(marks) for marks in model.phase_log[warmup:]]
+        result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
+    env.close()
+    del model, env
+    gc.collect()
+    print(
+        f"  {result['steps_per_s']:8.1f} steps/s  (rollout {result['rollout_s']:.1f} s, train {result['train_s']:.1f} s"
+        f" for {steps} steps)",
+        flush=True,
+    )
+    if "phases" in result:
+        print("  update split (s): " + ", ".join(f"{key} {value:.3f}" for key, value in result["phases"].items()))
+    return result
+
+
+def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Rollouts of a TRPOPlus model (its channels_last policy forward, env steps, buffer), no update at all."""
+    kwargs, _ = algo_kwargs("trpo_plus", spec["env_id"], spec["n_steps"], {"policy": spec["policy"]})
+    env = make_env(spec["env_id"], spec["n_envs"], args.seed)
+    model = TRPOPlus(env=env, seed=args.seed, device=args.device, verbose=0, **kwargs)
+    _, callback = model._setup_learn(total_timesteps=10**9, callback=None)
+    callback.on_training_start(locals(), globals())
+    times = []
+    for _ in range(warmup + rollouts):
+        start = time.perf_counter()
+        model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)  # type: ignore[arg-type]
+        times.append(time.perf_counter() - start)
+    env.close()
+    steps = spec["n_envs"] * spec["n_steps"] * rollouts
+    result = {"rollouts": rollouts, "steps": steps, "rollout_s": float(np.sum(times[warmup:]))}
+    result["steps_per_s"] = steps / result["rollout_s"]
+    print(f"[{spec['env_id']}] rollout only (TRPOPlus policy): {result['steps_per_s']:8.1f} steps/s", flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", choices=sorted(ENVS), default=["breakout", "cartpole"])
+    parser.add_argument("--algos", nargs="+", choices=sorted(ALGO_CLASSES), default=["trpo_plus", "trpo", "ppo"])
+    parser.add_argument("--updates", type=int, default=3, help="timed updates of TRPOPlus and PPO (Breakout)")
+    parser.add_argument("--trpo-updates", type=int, default=1, help="timed updates of sb3-contrib TRPO (Breakout)")
+    parser.add_argument("--cartpole-updates", type=int, default=10, help="timed updates of every algorithm (CartPole)")
+    parser.add_argument("--warmup-updates", type=int, default=1, help="untimed first updates (TRPOPlus, PPO, rollout)")
+    parser.add_argument("--trpo-warmup-updates", type=int, default=0, help="untimed first updates of sb3-contrib TRPO")
+    parser.add_argument("--breakout-n-steps", type=int, default=ENVS["breakout"]["n_steps"], help="n_steps on Breakout")
+    parser.add_argument("--breakout-n-envs", type=int, default=ENVS["breakout"]["n_envs"], help="n_envs on Breakout")
+    parser.add_argument(
+        "--cg-sub-sampling-factor", type=int, default=None, help="TRPOPlus's cg_sub_sampling_factor (default: the YAML's)"
+    )
+    parser.add_argument("--phase-timing", action="store_true", help="split the TRPOPlus and TRPO updates into parts")
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (Breakout)")
+    parser.add_argument(
+        "--cartpole-threads",
+        type=int,
+        default=1,
+        help="torch threads on CartPole (a 64x64 MLP gains nothing from a second thread, and loses much on a busy machine)",
+    )
+    parser.add_argument("--merge", action="store_true", help="keep the other envs already in --out (rerun one env)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(RESULTS_DIR / "throughput.json"), help="JSON file to write")
+    args = parser.parse_args(argv)
+
+    register_envs()
+    result: dict[str, Any] = {"envs": {}}
+    if args.merge and Path(args.out).is_file():
+        result = json.loads(Path(args.out).read_text())
+    for env_name in args.envs:
+        threads = args.cartpole_threads if env_name == "cartpole" else args.threads
+        th.set_num_threads(threads)
+        spec = dict(ENVS[env_name])
+        if env_name == "breakout":
+            spec.update(n_steps=args.breakout_n_steps, n_envs=args.breakout_n_envs)
+        env_result: dict[str, Any] = {**spec, "threads": threads, "command": command_line(), "machine": machine_info()}
+        env_result["algos"] = {}
+        for algo in args.algos:
+            if env_name == "cartpole":
+                updates, warmup = args.cartpole_updates, args.warmup_updates
+            elif algo == "trpo":
+                updates, warmup = args.trpo_updates, args.trpo_warmup_updates
+            else:
+                updates, warmup = args.updates, args.warmup_updates
+            env_result["algos"][algo] = measure_algo(algo, spec, updates, warmup, args)
+        rollouts = args.cartpole_updates if env_name == "cartpole" else args.updates
+        env_result["rollout_only"] = measure_rollout_only(spec, rollouts, args.warmup_updates, args)
+        rates = {algo: value["steps_per_s"] for algo, value in env_result["algos"].items()}
+        ratios = {f"{algo}/rollout_only": rate / env_result["rollout_only"]["steps_per_s"] for algo, rate in rates.items()}
+        if "trpo_plus" in rates:
+            ratios.update(
+                {f"trpo_plus/{algo}": rates["trpo_plus"] / rate for algo, rate in rates.items() if algo != "trpo_plus"}
+            )
+        env_result["ratios"] = ratios
+        env_result["load_average_after"] = machine_info()["load_average"]
+        result["envs"][env_name] = env_result
+        print(f"[{spec['env_id']}] ratios: " + ", ".join(f"{key} {value:.2f}" for key, value in ratios.items()), flush=True)
+        # Written after each env: an interrupted run keeps what it measured
+        write_json(args.out, result)
+        print(f"written to {args.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""
+The benchmark scripts (``benchmarks/``) run end to end on tiny budgets, in a temporary folder: this checks that they
+still work, not what they measure. Marker ``benchmarks`` (deselect with ``-m "not benchmarks"``).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rl_zoo3")
+
+from benchmarks import breakout, fvp, learning, report, throughput
+from benchmarks._common import load_hyperparams
+
+pytestmark = pytest.mark.benchmarks
+
+ALGOS = ["trpo_plus", "trpo", "ppo"]
+
+
+def test_fvp(tmp_path):
+    out = tmp_path / "fvp.json"
+    args = ["--batch", "8", "--threads", "1", "--repeats", "1", "--vectors", "1", "--cg-steps", "2"]
+    result = fvp.main([*args, "--cg-sub-sampling-factor", "2", "--out", str(out)])
+    assert json.loads(out.read_text())["cases"].keys() == {"nature_cnn", "mlp_gaussian", "mlp_categorical"}
+    assert set(result["cases"]["nature_cnn"]["batches"]) == {"full", "every_2th"}
+    for case in result["cases"].values():
+        for batch in case["batches"].values():
+            assert batch["error"].keys() >= {"analytic", "functional"}
+            # the same matrix whichever way it is computed (float32 round-off only)
+            assert all(error["rel"] < 1e-4 for error in batch["error"].values())
+            assert all(t > 0 for t in batch["product_s"].values())
+
+
+def test_throughput(tmp_path):
+    out = tmp_path / "throughput.json"
+    argv = ["--envs", "cartpole", "breakout", "--cartpole-updates", "1", "--updates", "1", "--warmup-updates", "0"]
+    argv += ["--breakout-n-steps", "4", "--breakout-n-envs", "2", "--phase-timing", "--threads", "1", "--out", str(out)]
+    result = throughput.main(argv)
+    for env in result["envs"].values():
+        assert env["algos"].keys() == set(ALGOS)
+        assert env["rollout_only"]["steps_per_s"] > 0
+        assert {"trpo_plus/trpo", "trpo_plus/ppo", "trpo_plus/rollout_only"} <= env["ratios"].keys()
+        phases = env["algos"]["trpo_plus"]["phases"]
+        # At most the CG products (it may stop early) and the step-length product; the parts add up to at most the whole
+        assert 2 <= phases["fvp_calls"] <= 17
+        parts = ["actor_params", "gradient", "fvp_setup", "cg", "curvature", "line_search", "critic"]
+        assert sum(phases[part] for part in parts) <= phases["total"] + 1e-6
+    assert json.loads(out.read_text())["envs"]["breakout"]["n_steps"] == 4
+
+
+@pytest.fixture(scope="module")
+def learning_results(tmp_path_factory) -> Path:
+    """One tiny run of each algorithm on CartPole-v1 (in-process, one key per call)."""
+    results = tmp_path_factory.mktemp("results")
+    for algo in ALGOS:
+        learning.main(
+            [
+                *("--algos", algo, "--envs", "CartPole-v1", "--seeds", "0", "--n-timesteps", "1024", "--eval-freq", "512"),
+                *("--eval-episodes", "2", "--n-eval-envs", "2", "--results-dir", str(results)),
+            ]
+        )
+    return results
+
+
+def test_learning_runs_and_skips_finished(learning_results, capsys):
+    for algo in ALGOS:
+        record = json.loads((learning_results / "learning" / algo / "CartPole-v1" / "seed0.json").read_text())
+        assert record["curve"]["timesteps"][0] == 0 and record["curve"]["timesteps"][-1] == 1024
+        assert len(record["final"]["returns"]) == 2
+        assert record["hyperparams_source"].endswith(":CartPole-v1")
+    # The sweep finds every key done: nothing is started
+    sweep = ["--algos", *ALGOS, "--envs", "CartPole-v1", "--seeds", "0", "--n-timesteps", "1024", "--jobs", "2"]
+    learning.main([*sweep, "--results-dir", str(learning_results)])
+    assert "3 of 3 runs done already; 0 to run" in capsys.readouterr().out
+
+
+def test_learning_resumes_from_checkpoint(tmp_path):
+    # Acrobot-v1 uses VecNormalize: its statistics are checkpointed and restored too
+    hyperparams = {**load_hyperparams("trpo_plus", "Acrobot-v1")[0], "n_steps": 128}  # 256 steps per update
+    kwargs = {"hyperparams": hyperparams, "eval_freq": 256, "eval_episodes": 1, "n_eval_envs": 1, "checkpoint_freq": 256}
+    first = learning.train_run("trpo_plus", "Acrobot-v1", 0, 512, tmp_path, **kwargs)
+    assert first["resumed_from"] is None
+    assert sorted(path.name for path in (tmp_path / "checkpoints").iterdir()) == [
+        "rl_model_512_steps.zip",
+        "rl_model_vecnormalize_512_steps.pkl",
+    ]
+    second = learning.train_run("trpo_plus", "Acrobot-v1", 0, 1024, tmp_path, **kwargs)
+    assert second["resumed_from"] == 512
+    assert second["num_timesteps_done"] == 1024
+    assert second["curve"]["timesteps"] == [0, 256, 512, 768, 1024]
+
+
+def test_breakout_checkpoint_resume_and_picture(tmp_path):
+    argv = ["--algo", "trpo_plus", "--seed", "0", "--threads", "1", "--params", "n_steps:8", "n_envs:2"]
+    argv += ["--checkpoint-freq", "16", "--eval-freq", "32", "--eval-episodes", "1", "--n-eval-envs", "1"]
+    argv += ["--results-dir", str(tmp_path), "--no-plot"]
+    breakout.main([*argv, "--budget", "32"])
+    with pytest.raises(SystemExit, match="--resume"):
+        breakout.main([*argv, "--budget", "64"])
+    record = breakout.main([*argv[:-1], "--budget", "64", "--resume"])
+    assert record["resumed_from"] == 32 and record["num_timesteps_done"] == 64
+    assert (tmp_path / "breakout" / "trpo_plus" / "seed0_diagnostics.png").is_file()
+    assert "AdaptiveTrustRegionCallback" in json.dumps(record["hyperparams"])
+
+
+def test_report(learning_results, tmp_path):
+    pytest.importorskip("rliable")
+    out = tmp_path / "docs" / "benchmarks.md"
+    text = report.main(["--results-dir", str(learning_results), "--out", str(out)])
+    assert out.read_text() == text
+    assert "### CartPole-v1" in text and "**incomplete** (1 < 5 seeds)" in text
+    assert "Not run yet: `python -m benchmarks.fvp" in text
+    assert (tmp_path / "docs" / "images" / "learning_CartPole-v1.png").is_file()
