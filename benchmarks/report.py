@@ -444,6 +444,32 @@ def learning_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
 # --- Breakout ----------------------------------------------------------------------------------------------------
 
 
+def plot_breakout_curves(records: list[dict[str, Any]], path: Path) -> None:
+    """Evaluation return and training reward against steps, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for record in records:
+        curve, color = record["curve"], COLORS.get(record["algo"])
+        label = f"{record['algo_label']} seed {record['seed']}"
+        axes[0].errorbar(curve["timesteps"], curve["mean"], yerr=curve["std"], color=color, label=label, capsize=2)
+        points = [(t, r) for t, r in zip(curve["timesteps"], curve.get("train_ep_rew_mean", [])) if r is not None]
+        if points:
+            axes[1].plot(*zip(*points), color=color, label=label, marker=".")
+    for ax, title in zip(axes, ["evaluation return (mean +/- std over episodes)", "training reward (last 100 episodes)"]):
+        ax.set_title(f"BreakoutNoFrameskip-v4: {title}", fontsize=9)
+        ax.set_xlabel("environment steps")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> list[str]:
     lines = ["## 4. Breakout (ALE)", ""]
     records = [json.loads(p.read_text()) for p in sorted((results_dir / "breakout").glob("*/seed*.json"))]
@@ -473,16 +499,28 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
             "",
         ]
     lines += [
-        "| algorithm | seed | steps | final evaluation | wall time this session (s) | device | command |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
+        "Evaluation: separate environments, stochastic actions (the zoo's rule for Atari), the game's score summed over "
+        "its 5 lives (the evaluation environments are not reward-clipped). Training reward: mean of the last 100 "
+        "training episodes as SB3's Monitor records them, before clipping.",
+        "",
+        "| algorithm | seed | steps | final evaluation | best evaluation | train reward at the end | wall time (s) | "
+        "hyperparameters | command |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for record in records:
+        curve = record["curve"]
+        train = [value for value in curve.get("train_ep_rew_mean", []) if value is not None]
         lines.append(
             f"| {record['algo_label']} | {record['seed']} | {record['num_timesteps_done']:,} | "
-            f"{record['final']['mean']:.1f} +/- {record['final']['std']:.1f} | {record['wall_s_this_session']:.0f} | "
-            f"{record.get('device')} | `{record['command']}` |"
+            f"{record['final']['mean']:.1f} +/- {record['final']['std']:.1f} | {max(curve['mean']):.1f} | "
+            f"{_fmt(train[-1] if train else None)} | {record['wall_s_this_session']:.0f} | "
+            f"`{record['hyperparams_source']}` | `{record['command']}` |"
         )
     lines.append("")
+    lines += [f"Machine ({record['algo_label']}): {_machine_line(record.get('machine'))}.  " for record in records]
+    image = images_dir / "breakout_curves.png"
+    plot_breakout_curves(records, image)
+    lines += ["", f"![Breakout curves]({image.relative_to(docs_dir).as_posix()})", ""]
     for record in records:
         picture = record.get("diagnostics_picture")
         if picture and (results_dir / picture).is_file():
