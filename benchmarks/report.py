@@ -379,7 +379,9 @@ def learning_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
         "actions, the zoo's rule outside Atari). Per env and algorithm: the mean and the interquartile mean (IQM) of "
         f"the scores over seeds, with 95% stratified-bootstrap confidence intervals (rliable, {BOOTSTRAP_REPS:,} "
         f"resamples). With fewer than {MIN_SEEDS} seeds an entry is marked *incomplete* and not judged; nothing is "
-        "extrapolated. The seeds are the same for every algorithm.",
+        "extrapolated. The seeds are the same for every algorithm. *Training reward at the end*: the mean over seeds "
+        "of SB3's `rollout/ep_rew_mean` (the last 100 training episodes, stochastic actions, raw rewards) when the "
+        "run ended; shown for context, not used in the verdicts.",
         "",
         "Budget: unless a row says otherwise, every algorithm gets the same number of steps on an env, "
         "sb3-contrib TRPO's zoo budget (`n_timesteps` of `trpo.yml`; 2M steps for MinAtar), so that the comparison "
@@ -402,17 +404,21 @@ def learning_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
         lines += [
             f"### {env_id}",
             "",
-            "| algorithm | seeds | budget (steps) | mean [95% CI] | IQM [95% CI] | per seed | status | hyperparameters |",
-            "| --- | ---: | ---: | ---: | ---: | --- | --- | --- |",
+            "| algorithm | seeds | budget (steps) | mean [95% CI] | IQM [95% CI] | per seed | training reward at the end "
+            "| status | hyperparameters |",
+            "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |",
         ]
         for algo, records in by_algo.items():
             budgets = sorted({r["n_timesteps"] for r in records})
             seeds = ", ".join(f"{r['seed']}: {r['final']['mean']:.1f}" for r in records)
             status = "complete" if len(records) >= MIN_SEEDS else f"**incomplete** ({len(records)} < {MIN_SEEDS} seeds)"
+            # Secondary, not judged: the stochastic policy's training episodes (SB3's ep_rew_mean, last 100 episodes)
+            train = [r["curve"]["train_ep_rew_mean"][-1] for r in records if r["curve"].get("train_ep_rew_mean")]
+            train = [value for value in train if value is not None]
             lines.append(
                 f"| {ALGO_LABELS[algo]} | {len(records)} | {', '.join(f'{b:,}' for b in budgets)} | "
-                f"{_interval(estimates[algo]['mean'])} | {_interval(estimates[algo]['iqm'])} | {seeds} | {status} | "
-                f"`{records[0]['hyperparams_source']}` |"
+                f"{_interval(estimates[algo]['mean'])} | {_interval(estimates[algo]['iqm'])} | {seeds} | "
+                f"{_fmt(float(np.mean(train)) if train else None, 4)} | {status} | `{records[0]['hyperparams_source']}` |"
             )
         image = images_dir / f"learning_{env_dirname(env_id)}.png"
         plot_curves(env_id, by_algo, image)
