@@ -428,6 +428,8 @@ def learning_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
             if other == "ppo" and not env_id.startswith("MinAtar/"):
                 continue  # the target against PPO is on MinAtar Breakout only
             if "trpo_plus" not in by_algo or other not in by_algo:
+                missing_algo = ALGO_LABELS["trpo_plus" if "trpo_plus" not in by_algo else other]
+                verdicts.append(f"- {env_id}, TRPOPlus vs {ALGO_LABELS[other]}: not judged ({missing_algo} not run yet)")
                 continue
             if {"trpo_plus", other} <= complete:
                 plus, base = estimates["trpo_plus"]["iqm"], estimates[other]["iqm"]
@@ -523,7 +525,10 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
             f"`{record['hyperparams_source']}` | `{record['command']}` |"
         )
     lines.append("")
-    lines += [f"Machine ({record['algo_label']}): {_machine_line(record.get('machine'))}.  " for record in records]
+    lines += [
+        f"Machine ({record['algo_label']}, recorded when the run ended): {_machine_line(record.get('machine'))}.  "
+        for record in records
+    ]
     image = images_dir / "breakout_curves.png"
     plot_breakout_curves(records, image)
     lines += ["", f"![Breakout curves]({image.relative_to(docs_dir).as_posix()})", ""]
