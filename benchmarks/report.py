@@ -58,13 +58,13 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def _machine_line(machine: dict[str, Any] | None) -> str:
+def _machine_line(machine: dict[str, Any] | None, when: str = "at start") -> str:
     if not machine:
         return "machine not recorded"
     load = machine.get("load_average")
     return (
         f"{machine.get('cpu_model')}, {machine.get('cpu_affinity') or machine.get('cpu_count')} cores, "
-        f"torch {machine.get('torch')} ({machine.get('torch_threads')} threads), load average at start "
+        f"torch {machine.get('torch')} ({machine.get('torch_threads')} threads), load average {when} "
         f"{load[0] if load else 'n/a'}, {machine.get('date')}"
     )
 
@@ -526,7 +526,7 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
         )
     lines.append("")
     lines += [
-        f"Machine ({record['algo_label']}, recorded when the run ended): {_machine_line(record.get('machine'))}.  "
+        f"Machine ({record['algo_label']}): {_machine_line(record.get('machine'), 'when the run ended')}.  "
         for record in records
     ]
     image = images_dir / "breakout_curves.png"
