@@ -28,6 +28,7 @@ from sb3_trpo_plus.trust_region import (
     flatten_params,
     functional_jvp,
     kl_per_sample,
+    kl_scale,
 )
 
 SelfTRPOPlus = TypeVar("SelfTRPOPlus", bound="TRPOPlus")
@@ -89,20 +90,12 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param cg_max_steps: maximum number of steps in the Conjugate Gradient algorithm
         for computing the Hessian vector product
     :param cg_damping: damping in the Hessian vector product computation (``(F + cg_damping * I) x = g``)
-    :param cg_sub_sampling_factor: compute the Fisher-vector products of the conjugate gradient on every
-        ``cg_sub_sampling_factor``-th sample of the policy batch, while the gradient and the line search use the
-        whole batch (1: no sub-sampling; OpenAI Baselines uses 5)
     :param line_search_shrinking_factor: step-size reduction factor for the line-search
         (i.e., ``theta_new = theta + alpha^i * step``)
     :param line_search_max_iter: maximum number of iteration
         for the backtracking line-search
     :param n_critic_updates: number of critic updates (epochs over the rollout) per policy update
     :param gae_lambda: Factor for trade-off of bias vs variance for Generalized Advantage Estimator
-    :param ent_coef: Entropy coefficient of the objective ``mean(ratio * advantage) + ent_coef * mean(entropy)``.
-        A float or a schedule of the progress remaining (from 1 to 0), like ``learning_rate``. 0 gives plain TRPO.
-    :param ent_coef_decay: multiplied into the entropy coefficient after every policy update, in (0, 1]
-        (e.g. 0.9995 halves it in about 1386 updates; 1.0 disables the decay)
-    :param min_ent_coef: floor of the decayed entropy coefficient, between 0 and the initial ``ent_coef``
     :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
         instead of action noise exploration (default: False)
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
@@ -110,8 +103,8 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param rollout_buffer_class: Rollout buffer class to use. If ``None``, it will be automatically selected.
     :param rollout_buffer_kwargs: Keyword arguments to pass to the rollout buffer on creation
     :param normalize_advantage: Whether to normalize or not the advantage
-    :param target_kl: Trust-region radius: the largest ``KL(old || new)`` (mean over the batch of the KL of the
-        joint action distribution) an accepted step may have. Should be small for stability. Values like 0.01, 0.05.
+    :param target_kl: Trust-region radius: the largest ``KL(old || new)`` (mean over the batch; see ``joint_kl`` for
+        several action dimensions) an accepted step may have. Should be small for stability. Values like 0.01, 0.05.
         Callbacks may change it during training (see ``sb3_trpo_plus.callbacks``).
     :param sub_sampling_factor: Sub-sample the batch to make computation faster
         see p40-42 of John Schulman thesis http://joschu.net/docs/thesis.pdf
@@ -124,6 +117,21 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param seed: Seed for the pseudo random generators
     :param device: Device (cpu, cuda, ...) on which the code should be run.
         Setting it to auto, the code will be run on the GPU if possible.
+    :param ent_coef: Entropy coefficient of the objective ``mean(ratio * advantage) + ent_coef * mean(entropy)``.
+        A float or a schedule of the progress remaining (from 1 to 0), like ``learning_rate``. 0 gives plain TRPO.
+    :param ent_coef_decay: multiplied into the entropy coefficient after every policy update, in (0, 1]
+        (e.g. 0.9995 halves it in about 1386 updates; 1.0 disables the decay)
+    :param min_ent_coef: floor of the decayed entropy coefficient, between 0 and the initial ``ent_coef``
+    :param cg_sub_sampling_factor: compute the Fisher-vector products of the conjugate gradient on every
+        ``cg_sub_sampling_factor``-th sample of the policy batch, while the gradient and the line search use the
+        whole batch (1: no sub-sampling; OpenAI Baselines uses 5)
+    :param joint_kl: which KL ``target_kl`` bounds (and whose Hessian is the Fisher matrix) for factorized action
+        distributions (Box, also with gSDE, and MultiBinary) with several dimensions. ``False`` (default, as
+        sb3-contrib TRPO): the mean of the per-dimension KLs, so ``target_kl`` and ``cg_damping`` mean exactly what
+        they mean in ``sb3_contrib.TRPO``. ``True``: the KL of the joint action distribution (their sum), the
+        quantity TRPO's theory bounds; same as ``joint_kl=False`` with ``target_kl`` and ``cg_damping`` multiplied
+        by the number of action dimensions. No difference for Discrete, MultiDiscrete (whose per-dimension KLs
+        SB3 and sb3-contrib already sum) and one-dimensional Box actions.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -143,14 +151,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         gamma: float = 0.99,
         cg_max_steps: int = 15,
         cg_damping: float = 0.1,
-        cg_sub_sampling_factor: int = 1,
         line_search_shrinking_factor: float = 0.8,
         line_search_max_iter: int = 10,
         n_critic_updates: int = 10,
         gae_lambda: float = 0.95,
-        ent_coef: float | Schedule = 0.0,
-        ent_coef_decay: float = 1.0,
-        min_ent_coef: float = 0.0,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         rollout_buffer_class: type[RolloutBuffer] | None = None,
@@ -164,6 +168,11 @@ class TRPOPlus(OnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        ent_coef: float | Schedule = 0.0,
+        ent_coef_decay: float = 1.0,
+        min_ent_coef: float = 0.0,
+        cg_sub_sampling_factor: int = 1,
+        joint_kl: bool = False,
         _init_setup_model: bool = True,
     ):
         _check_arguments(
@@ -242,6 +251,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.target_kl = target_kl
         self.n_critic_updates = n_critic_updates
         self.sub_sampling_factor = sub_sampling_factor
+        if not isinstance(joint_kl, (bool, np.bool_)):
+            raise ValueError(f"joint_kl must be True or False, got {joint_kl!r}")
+        self.joint_kl = bool(joint_kl)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef  # type: ignore[assignment]
         self.ent_coef_decay = ent_coef_decay
@@ -375,8 +387,13 @@ class TRPOPlus(OnPolicyAlgorithm):
             fvp_distribution = self.policy.get_distribution(fvp_obs)
         else:
             fvp_obs, fvp_distribution = obs, distribution
+        # (F is the Hessian of the KL that the line search bounds: joint, or averaged over action dimensions)
         fisher_vector_product = FisherVectorProduct(
-            fvp_distribution, actor_params, self._jvp_fn(fvp_obs, actor_params), cg_damping
+            fvp_distribution,
+            actor_params,
+            self._jvp_fn(fvp_obs, actor_params),
+            cg_damping,
+            scale=kl_scale(fvp_distribution, self.joint_kl),
         )
 
         # Conjugate gradient: search direction s = (F + damping * I)^-1 g
@@ -400,7 +417,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                 new_distribution, new_features = self._distribution(obs)
                 new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
                 # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
-                kl = kl_per_sample(old_distribution, new_distribution).mean().clamp(min=0.0)
+                kl = kl_per_sample(old_distribution, new_distribution, self.joint_kl).mean().clamp(min=0.0)
                 new_objective_value, kl_value = new_objective.item(), kl.item()
                 # Acceptance: the objective improves and the step stays inside the trust region
                 if (

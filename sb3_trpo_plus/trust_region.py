@@ -129,21 +129,40 @@ def detach_distribution(distribution: Distribution) -> Distribution:
     return detached
 
 
-def kl_per_sample(old_distribution: Distribution, new_distribution: Distribution) -> th.Tensor:
+def kl_per_sample(old_distribution: Distribution, new_distribution: Distribution, joint: bool = True) -> th.Tensor:
     """
-    ``KL(old || new)`` of the joint action distribution, one value per sample.
+    ``KL(old || new)`` per sample.
 
     SB3's :func:`~stable_baselines3.common.distributions.kl_divergence` returns one value per action dimension
-    for the factorized distributions; the KL of the joint distribution is their sum (not their mean).
+    for the factorized distributions (diagonal Gaussian, gSDE, Bernoulli) and one value per sample for the others
+    (Categorical, and MultiCategorical, whose dimensions it sums).
 
     :param old_distribution: the behaviour (old) policy's distribution
     :param new_distribution: the candidate (new) policy's distribution
+    :param joint: ``True``: the KL of the joint action distribution (the sum over action dimensions);
+        ``False``: the mean over action dimensions, as ``kl_divergence(...).mean()`` in sb3-contrib TRPO
     :return: tensor of shape ``(batch_size,)``
     """
     kl = kl_divergence(old_distribution, new_distribution)
     if kl.dim() > 1:
-        kl = kl.flatten(start_dim=1).sum(dim=1)
+        kl = kl.flatten(start_dim=1)
+        kl = kl.sum(dim=1) if joint else kl.mean(dim=1)
     return kl
+
+
+def kl_scale(distribution: Distribution, joint: bool = True) -> float:
+    """
+    Factor from the KL of the joint action distribution to the KL that :func:`kl_per_sample` returns with the same
+    ``joint`` flag: ``1 / d`` for a factorized distribution with ``d`` action dimensions (diagonal Gaussian, gSDE,
+    Bernoulli) when ``joint`` is ``False``, else 1. The Fisher matrix of that KL is the joint one times this factor.
+
+    :param distribution: an SB3 distribution on which ``proba_distribution`` was called
+    :param joint: as in :func:`kl_per_sample`
+    :return: the factor
+    """
+    if joint or not (_is_gaussian(distribution) or isinstance(distribution, BernoulliDistribution)):
+        return 1.0
+    return 1.0 / distribution_tensors(distribution)[0][0].numel()
 
 
 def flatten_params(params: Sequence[th.Tensor]) -> th.Tensor:
@@ -242,20 +261,30 @@ def functional_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Para
 
 class FisherVectorProduct:
     """
-    Analytic (Gauss-Newton) Fisher-vector product ``v -> (F + damping * I) v`` with ``F = J^T M J / N``.
+    Analytic (Gauss-Newton) Fisher-vector product ``v -> (F + damping * I) v`` with ``F = scale * J^T M J / N``.
 
     :param distribution: the policy's distribution on the batch, computed with autograd enabled
         (its parameter tensors keep the graph to ``params``, used for ``J^T``)
     :param params: the actor parameters (the coordinates of ``v``)
     :param jvp_fn: ``J v`` for one tangent per parameter (see :func:`functional_jvp`)
     :param damping: the damping added to the diagonal
+    :param scale: factor applied to ``F`` (not to the damping): :func:`kl_scale` gives the one that makes ``F`` the
+        Hessian of the KL that the trust region bounds
     """
 
-    def __init__(self, distribution: Distribution, params: Sequence[nn.Parameter], jvp_fn: JvpFn, damping: float) -> None:
+    def __init__(
+        self,
+        distribution: Distribution,
+        params: Sequence[nn.Parameter],
+        jvp_fn: JvpFn,
+        damping: float,
+        scale: float = 1.0,
+    ) -> None:
         self.distribution = distribution
         self.params = list(params)
         self.jvp_fn = jvp_fn
         self.damping = damping
+        self.scale = scale
         self.outputs = distribution_tensors(distribution)
         self.detached_outputs = [output.detach() for output in self.outputs]
         self.batch_size = self.outputs[0].shape[0]
@@ -265,7 +294,7 @@ class FisherVectorProduct:
         output_tangents = self.jvp_fn(unflatten_like(vector, self.params))
         # M (J v) / N: the Hessian of the mean KL in the distribution parameters
         weighted = [
-            product / self.batch_size
+            product * (self.scale / self.batch_size)
             for product in fisher_metric_product(self.distribution, self.detached_outputs, output_tangents)
         ]
         # J^T (M J v / N): one backward pass through the retained graph

@@ -155,18 +155,21 @@ def _patch_import_envs(module: ModuleType) -> None:
 
 def _patch_exp_manager(module: ModuleType) -> None:
     """
-    Two changes to ``ExperimentManager``, only for ``--algo trpo_plus`` (other algorithms go through unchanged):
+    Three changes to ``ExperimentManager``, only for ``--algo trpo_plus`` (other algorithms go through unchanged):
 
     - without ``-conf``, hyperparameters come from :data:`HYPERPARAMS_PATH` (rl_zoo3 would look for
       ``rl_zoo3/hyperparams/trpo_plus.yml`` inside its own installation);
     - ``-i`` keeps the saved values of :data:`KEPT_ON_CONTINUE` (rl_zoo3 passes every YAML value to ``load()``,
-      which would overwrite the adapted trust region).
+      which would overwrite the adapted trust region);
+    - ``ent_coef: lin_0.05`` becomes a linear schedule, as ``learning_rate: lin_...`` does (rl_zoo3 converts only
+      its own keys).
     """
     manager_class = module.ExperimentManager
     if getattr(manager_class, _PATCHED, False):
         return
     original_init = manager_class.__init__
     original_load = manager_class._load_pretrained_agent
+    original_preprocess = manager_class._preprocess_hyperparams
     init_signature = inspect.signature(original_init)
 
     @functools.wraps(original_init)
@@ -182,9 +185,34 @@ def _patch_exp_manager(module: ModuleType) -> None:
             hyperparams = {key: value for key, value in hyperparams.items() if key not in KEPT_ON_CONTINUE or key in explicit}
         return original_load(self, hyperparams, env)
 
+    @functools.wraps(original_preprocess)
+    def _preprocess_hyperparams(self, hyperparams: dict[str, Any]) -> Any:
+        if self.algo == ALGO_NAME:
+            hyperparams = _ent_coef_schedule(hyperparams)
+        return original_preprocess(self, hyperparams)
+
     manager_class.__init__ = __init__
     manager_class._load_pretrained_agent = _load_pretrained_agent
+    manager_class._preprocess_hyperparams = _preprocess_hyperparams
     setattr(manager_class, _PATCHED, True)
+
+
+def _ent_coef_schedule(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """``ent_coef: lin_<value>`` as a linear schedule of the progress remaining (rl_zoo3's ``lin_`` convention)."""
+    value = hyperparams.get("ent_coef")
+    if not isinstance(value, str):
+        return hyperparams
+    from rl_zoo3.utils import SimpleLinearSchedule
+
+    kind, _, initial = value.partition("_")
+    try:
+        initial_value = float(initial)
+    except ValueError:
+        initial_value = float("nan")
+    if kind != "lin" or not initial_value >= 0:
+        raise ValueError(f"ent_coef must be a number >= 0 or 'lin_<number>' for trpo_plus, got {value!r}")
+    # from initial_value at the start (progress remaining 1) to 0 at the end, as rl_zoo3 does for learning_rate
+    return {**hyperparams, "ent_coef": SimpleLinearSchedule(initial_value)}
 
 
 #: What :func:`patch_module` does to each rl_zoo3 module

@@ -201,6 +201,27 @@ def test_continue_training_keeps_adapted_values(tmp_path):
     assert (overridden.target_kl, overridden.cg_damping) == (0.02, 0.11)
 
 
+def test_ent_coef_linear_schedule(tmp_path):
+    """``ent_coef: lin_0.05`` in a zoo YAML is a linear schedule, as ``learning_rate: lin_...`` is."""
+    config = dict(HYPERPARAMS["CartPole-v1"], n_steps=256, batch_size=256, ent_coef="lin_0.05", ent_coef_decay=1.0)
+    conf_file = tmp_path / "conf.yml"
+    conf_file.write_text(yaml.safe_dump({"CartPole-v1": config}))
+    command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", "CartPole-v1", "-conf", str(conf_file)]
+    run([*command, "-n", "1024", *TRAIN_FLAGS], tmp_path)
+    model = TRPOPlus.load(saved_model(tmp_path / "logs", "CartPole-v1"), device="cpu")
+    assert model.ent_coef(1.0) == pytest.approx(0.05) and model.ent_coef(0.5) == pytest.approx(0.025)
+    # SB3 updates the progress before each update: the last one runs at progress remaining 0
+    assert model._current_progress_remaining == 0.0 and model.current_ent_coef == 0.0
+
+
+@pytest.mark.parametrize("value", ["auto", "lin_", "lin_-1", "exp_0.1"])
+def test_ent_coef_bad_schedule_string(value):
+    from sb3_trpo_plus.zoo import _ent_coef_schedule
+
+    with pytest.raises(ValueError, match="ent_coef"):
+        _ent_coef_schedule({"ent_coef": value})
+
+
 def test_optimize(tmp_path):
     command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", "CartPole-v1", "-optimize"]
     command += ["--n-trials", "2", "-n", "1000", "--n-evaluations", "1", "--eval-episodes", "2"]

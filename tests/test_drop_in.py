@@ -1,0 +1,149 @@
+"""TRPOPlus as a drop-in for ``sb3_contrib.TRPO``: same arguments, same defaults, same update when ent_coef = 0."""
+
+import copy
+import inspect
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from sb3_contrib import TRPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import IdentityEnvMultiBinary
+from stable_baselines3.common.logger import configure
+
+from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus.trust_region import detach_distribution, flatten_params, kl_per_sample
+
+
+class TrackingEnv(gym.Env):
+    """Continuous control with a 3-dimensional action: follow the first three observation coordinates."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+        self._obs = np.zeros(4, np.float32)
+        self._t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._obs = self.np_random.uniform(-1, 1, 4).astype(np.float32)
+        return self._obs, {}
+
+    def step(self, action):
+        reward = -float(np.sum((np.clip(action, -1, 1) - self._obs[:3]) ** 2))
+        self._t += 1
+        self._obs = self.np_random.uniform(-1, 1, 4).astype(np.float32)
+        return self._obs, reward, False, self._t >= 20, {}
+
+
+def test_signature_extends_sb3_contrib():
+    """Every sb3-contrib TRPO argument, at the same position (positional calls keep working), with the same default."""
+    contrib = list(inspect.signature(TRPO.__init__).parameters.values())
+    plus = list(inspect.signature(TRPOPlus.__init__).parameters.values())
+    contrib_names = [param.name for param in contrib]
+    plus_names = [param.name for param in plus]
+    # the same leading arguments in the same order (_init_setup_model stays last, as in SB3)
+    assert plus_names[: len(contrib_names) - 1] == contrib_names[:-1]
+    assert plus_names[-1] == contrib_names[-1] == "_init_setup_model"
+    plus_by_name = {param.name: param for param in plus}
+    for param in contrib:
+        assert plus_by_name[param.name].default == param.default, param.name
+    # TRPOPlus's own arguments default to plain TRPO behaviour
+    defaults = {name: plus_by_name[name].default for name in set(plus_names) - set(contrib_names)}
+    assert defaults == dict(ent_coef=0.0, ent_coef_decay=1.0, min_ent_coef=0.0, cg_sub_sampling_factor=1, joint_kl=False)
+
+
+def _actor_state(policy) -> th.Tensor:
+    """The actor's parameters by name (SB3's actor-critic policies: the policy branch, action head and log_std)."""
+    names = [name for name, _ in policy.named_parameters() if "value" not in name and "vf" not in name]
+    params = dict(policy.named_parameters())
+    return flatten_params([params[name] for name in sorted(names)])
+
+
+def _paired_update(env_fn, plus_kwargs=None, **kwargs):
+    """
+    sb3-contrib TRPO and TRPOPlus (ent_coef 0) updated from the same weights on the same rollout.
+    ``plus_kwargs`` are given to TRPOPlus only (and override ``kwargs`` for it).
+    """
+    common = dict(n_steps=256, batch_size=64, n_critic_updates=1, seed=0, policy_kwargs=dict(net_arch=[32]), **kwargs)
+    contrib = TRPO("MlpPolicy", make_vec_env(env_fn, n_envs=2, seed=0), **common)
+    contrib.learn(2 * 256)  # one rollout (and a first update), the buffer keeps the rollout
+    plus = TRPOPlus("MlpPolicy", make_vec_env(env_fn, n_envs=2, seed=0), **{**common, **(plus_kwargs or {})})
+    plus.policy.load_state_dict(contrib.policy.state_dict())
+    plus.rollout_buffer = copy.deepcopy(contrib.rollout_buffer)
+    plus.set_logger(configure(None, [""]))
+    before = _actor_state(contrib.policy)
+    assert th.equal(_actor_state(plus.policy), before)
+    contrib.train()
+    plus.train()
+    return before, _actor_state(contrib.policy), _actor_state(plus.policy), plus
+
+
+@pytest.mark.parametrize(
+    "env_fn, kwargs",
+    [
+        ("CartPole-v1", dict(target_kl=0.01)),
+        (TrackingEnv, dict(target_kl=0.01)),
+        (lambda: IdentityEnvMultiBinary(3), dict(target_kl=0.01)),
+    ],
+    ids=["discrete", "box-3d", "multibinary-3"],
+)
+def test_same_update_as_sb3_contrib(env_fn, kwargs):
+    """With ent_coef = 0 the analytic Fisher product and the same target_kl give sb3-contrib's step (to float32 noise)."""
+    before, contrib_after, plus_after, plus = _paired_update(env_fn, **kwargs)
+    assert plus.last_update.line_search_success
+    contrib_step, plus_step = contrib_after - before, plus_after - before
+    assert contrib_step.norm() > 0
+    relative_difference = ((plus_step - contrib_step).norm() / contrib_step.norm()).item()
+    print(f"relative difference of the steps: {relative_difference:.2e}")
+    assert relative_difference < 1e-3
+
+
+def test_joint_kl_is_a_rescaled_trust_region():
+    """joint_kl=True with target_kl and cg_damping times d (3 action dimensions) takes sb3-contrib's step exactly."""
+    before, contrib_after, _, _ = _paired_update(TrackingEnv, target_kl=0.01, cg_damping=0.1)
+    _, _, joint_after, joint_model = _paired_update(
+        TrackingEnv, plus_kwargs=dict(joint_kl=True, target_kl=0.03, cg_damping=0.3)
+    )
+    assert joint_model.last_update.line_search_success
+    contrib_step, joint_step = contrib_after - before, joint_after - before
+    assert ((joint_step - contrib_step).norm() / contrib_step.norm()).item() < 1e-3
+    # with the same target_kl, bounding the (3 times larger) joint KL takes a smaller step
+    _, _, smaller_after, _ = _paired_update(TrackingEnv, plus_kwargs=dict(joint_kl=True), target_kl=0.01)
+    assert (smaller_after - before).norm() < 0.8 * contrib_step.norm()
+
+
+@pytest.mark.parametrize("joint_kl", [False, True])
+def test_kl_convention_of_accepted_steps(joint_kl):
+    """The logged KL is the KL that target_kl bounds: per-dimension mean by default, joint with joint_kl=True."""
+    model = TRPOPlus(
+        "MlpPolicy",
+        make_vec_env(TrackingEnv, n_envs=2, seed=0),
+        n_steps=128,
+        batch_size=64,
+        seed=0,
+        target_kl=0.02,
+        joint_kl=joint_kl,
+        policy_kwargs=dict(net_arch=[32]),
+    )
+    model.learn(2 * 128)
+    obs = th.as_tensor(model.rollout_buffer.observations.reshape(-1, 4))
+    with th.no_grad():
+        old = detach_distribution(model.policy.get_distribution(obs))
+    model.train()
+    assert model.last_update.line_search_success
+    with th.no_grad():
+        new = model.policy.get_distribution(obs)
+        mean_kl = kl_per_sample(old, new, joint=False).mean().item()
+        joint = kl_per_sample(old, new, joint=True).mean().item()
+    assert joint == pytest.approx(3 * mean_kl, rel=1e-5)
+    logged = joint if joint_kl else mean_kl
+    assert model.last_update.kl == pytest.approx(logged, rel=1e-4)
+    assert logged <= model.target_kl + 1e-7
+
+
+def test_joint_kl_must_be_a_bool():
+    with pytest.raises(ValueError, match="joint_kl"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", joint_kl="yes")
