@@ -110,8 +110,9 @@ def double_backward_setup(policy: ActorCriticPolicy, obs: th.Tensor, actions: th
         actor_params, gradient, grad_kl, _ = TRPO._compute_actor_grad(trpo, kl_div, objective)  # type: ignore[arg-type]
         product = partial(TRPO.hessian_vector_product, trpo, actor_params, grad_kl)
         product.damping_holder = trpo  # type: ignore[attr-defined]
-        # sb3-contrib averages the KL over action dimensions too (Gaussian: one KL per dimension), TRPOPlus sums
-        # them (the KL of the joint distribution): its F is TRPOPlus's divided by this factor
+        # sb3-contrib averages the KL over action dimensions too (Gaussian: one KL per dimension); the TRPOPlus
+        # products below are those of the joint KL (joint_kl=True; the default, joint_kl=False, multiplies the same
+        # product by 1/d at no cost): sb3-contrib's F is the joint one divided by this factor
         product.kl_scale = kl.numel() // kl.shape[0]  # type: ignore[attr-defined]
         return product, gradient
 

@@ -119,9 +119,10 @@ def fvp_section(results_dir: Path) -> list[str]:
             if scales:
                 lines += [
                     "",
-                    f"sb3-contrib averages the KL over the {max(scales.values())} action dimensions too (TRPOPlus sums "
-                    "them: the KL of the joint distribution), so its matrix is TRPOPlus's divided by that number; the errors "
-                    "compare the same matrix (sb3-contrib's product rescaled).",
+                    f"sb3-contrib averages the KL over the {max(scales.values())} action dimensions too; the TRPOPlus rows "
+                    "are the products of the KL of the joint distribution (`joint_kl=True`; TRPOPlus's default, like "
+                    "sb3-contrib, scales the same product by 1/d at no extra cost), so the errors compare the same "
+                    "matrix (sb3-contrib's product rescaled by d).",
                 ]
             lines.append("")
     cnn = data["cases"].get("nature_cnn", {}).get("batches", {}).get("full")
