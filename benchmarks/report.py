@@ -462,7 +462,7 @@ def plot_breakout_curves(records: list[dict[str, Any]], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for record in records:
-        curve, color = record["curve"], COLORS.get(record["algo"])
+        curve, color = record["curve"], "tab:purple" if "variant" in record else COLORS.get(record["algo"])
         label = f"{record['algo_label']} seed {record['seed']}"
         axes[0].errorbar(curve["timesteps"], curve["mean"], yerr=curve["std"], color=color, label=label, capsize=2)
         points = [(t, r) for t, r in zip(curve["timesteps"], curve.get("train_ep_rew_mean", [])) if r is not None]
@@ -482,6 +482,11 @@ def plot_breakout_curves(records: list[dict[str, Any]], path: Path) -> None:
 def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> list[str]:
     lines = ["## 4. Breakout (ALE)", ""]
     records = [json.loads(p.read_text()) for p in sorted((results_dir / "breakout").glob("*/seed*.json"))]
+    # Variants of a YAML entry (``--params ... --results-dir benchmarks/results/breakout_variants/NAME``)
+    for path in sorted((results_dir / "breakout_variants").glob("*/breakout/*/seed*.json")):
+        record = json.loads(path.read_text())
+        variant = path.parents[2].name
+        records.append({**record, "algo_label": f"{record['algo_label']} [{variant}]", "variant": variant})
     if not records:
         estimate = ""
         throughput = _read(results_dir / "throughput.json")
@@ -535,8 +540,12 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
     lines += ["", f"![Breakout curves]({image.relative_to(docs_dir).as_posix()})", ""]
     for record in records:
         picture = record.get("diagnostics_picture")
-        if picture and (results_dir / picture).is_file():
-            target = images_dir / f"breakout_{record['algo']}_seed{record['seed']}_diagnostics.png"
+        if "variant" in record:
+            picture = f"breakout_variants/{record['variant']}/{picture}" if picture else None
+        # (the picture's panels are TRPOPlus's diagnostics: only its reward panel would be drawn for PPO)
+        if record["algo"] == "trpo_plus" and picture and (results_dir / picture).is_file():
+            variant = f"_{record['variant']}" if "variant" in record else ""
+            target = images_dir / f"breakout_{record['algo']}{variant}_seed{record['seed']}_diagnostics.png"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(results_dir / picture, target)
             lines += [f"![{record['algo_label']} diagnostics]({target.relative_to(docs_dir).as_posix()})", ""]
