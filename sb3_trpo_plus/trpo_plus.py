@@ -189,6 +189,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             target_kl=target_kl,
             sub_sampling_factor=sub_sampling_factor,
             stats_window_size=stats_window_size,
+            joint_kl=joint_kl,
         )
         super().__init__(
             policy,
@@ -251,8 +252,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.target_kl = target_kl
         self.n_critic_updates = n_critic_updates
         self.sub_sampling_factor = sub_sampling_factor
-        if not isinstance(joint_kl, (bool, np.bool_)):
-            raise ValueError(f"joint_kl must be True or False, got {joint_kl!r}")
         self.joint_kl = bool(joint_kl)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef  # type: ignore[assignment]
@@ -637,6 +636,7 @@ def _check_arguments(
     target_kl: float,
     sub_sampling_factor: int,
     stats_window_size: int,
+    joint_kl: bool,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
 
@@ -667,3 +667,5 @@ def _check_arguments(
         raise ValueError(f"ent_coef_decay must be in the interval (0, 1] (1 disables the decay), got {ent_coef_decay!r}")
     if not (finite(min_ent_coef) and 0 <= min_ent_coef <= initial_ent_coef):
         raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")
+    if not isinstance(joint_kl, (bool, np.bool_)):
+        raise ValueError(f"joint_kl must be True or False, got {joint_kl!r}")
