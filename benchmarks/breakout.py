@@ -11,8 +11,10 @@ the TensorBoard run and, for TRPOPlus, the adapted trust region and decayed entr
 number generators restart from the seed). Evaluation: every ``--eval-freq`` steps, ``--eval-episodes`` episodes on
 separate environments (stochastic actions, the zoo's rule for Atari).
 
-At the end: ``benchmarks/results/breakout/<algo>/seed<k>.json`` (curve, final evaluation, wall time) and the
-diagnostics picture drawn by ``python -m sb3_trpo_plus.plot`` from the TensorBoard logs.
+At the end: ``benchmarks/results/breakout/<algo>/seed<k>.json`` (curve, final evaluation, wall time, and from the
+TensorBoard logs the critic's explained variance along training) and the diagnostics picture drawn by
+``python -m sb3_trpo_plus.plot`` from the TensorBoard logs. ``--summarize-only`` rewrites a finished run's record
+from its logs (the explained variance) without training.
 
 Usage::
 
@@ -22,6 +24,7 @@ Usage::
 """
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -32,6 +35,7 @@ import yaml
 
 from benchmarks._common import RESULTS_DIR, command_line, load_hyperparams, machine_info, set_threads, write_json
 from benchmarks.learning import train_run
+from sb3_trpo_plus.plot import NoLogsError, read_run, resolve_run
 
 ENV_ID = "BreakoutNoFrameskip-v4"
 
@@ -45,6 +49,29 @@ def parse_params(items: list[str]) -> dict[str, Any]:
             raise ValueError(f"--params takes key:value pairs, got {item!r}")
         params[key] = yaml.safe_load(value)
     return params
+
+
+def explained_variance_series(run_dir: Path, every: int = 10_000) -> dict[str, list[float]] | None:
+    """
+    ``train/explained_variance`` of the run's TensorBoard logs (the critic's fit of the returns, as SB3 logs it),
+    thinned to about one value per ``every`` steps.
+
+    :return: ``{"timesteps": [...], "value": [...]}``, or ``None`` when there are no logs or they hold no such key
+    """
+    try:
+        scalars = read_run(resolve_run(run_dir / "tensorboard"))
+    except NoLogsError:
+        return None
+    series = scalars.get("train/explained_variance")
+    if series is None or len(series.x) == 0:
+        return None
+    timesteps, values, next_step = [], [], 0.0
+    for step, value in zip(series.x, series.y):
+        if step >= next_step:
+            timesteps.append(int(step))
+            values.append(float(value))
+            next_step = step + every
+    return {"timesteps": timesteps, "value": values}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -66,12 +93,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--results-dir", default=str(RESULTS_DIR))
     parser.add_argument("--no-plot", action="store_true", help="skip the diagnostics picture")
+    parser.add_argument(
+        "--summarize-only",
+        action="store_true",
+        help="do not train: add what the finished run's logs hold (explained variance) to its existing record",
+    )
     args = parser.parse_args(argv)
 
     set_threads(args.threads)
     results_dir = Path(args.results_dir)
     budget = int(args.budget)
     run_dir = results_dir / "tmp" / "breakout" / args.algo / f"seed{args.seed}"
+    out_dir = results_dir / "breakout" / args.algo
+    if args.summarize_only:
+        path = out_dir / f"seed{args.seed}.json"
+        record = json.loads(path.read_text())
+        record["explained_variance"] = explained_variance_series(run_dir)
+        write_json(path, record)
+        print(f"{path}: explained variance added from {run_dir / 'tensorboard'}")
+        return record
     if run_dir.exists() and not args.resume:
         raise SystemExit(f"{run_dir} exists: add --resume to continue it, or delete it to start again")
     hyperparams, source = load_hyperparams(args.algo, ENV_ID)
@@ -93,7 +133,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         tensorboard=True,
         log_args=args,
     )
-    out_dir = results_dir / "breakout" / args.algo
     picture = out_dir / f"seed{args.seed}_diagnostics.png"
     record.update(
         hyperparams_source=source + (f" with {' '.join(args.params)}" if args.params else ""),
@@ -101,6 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         finished=time.strftime("%Y-%m-%d %H:%M:%S"),
         command=command_line(),
         machine=machine_info(),
+        explained_variance=explained_variance_series(run_dir),
     )
     if not args.no_plot:
         out_dir.mkdir(parents=True, exist_ok=True)

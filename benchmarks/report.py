@@ -453,30 +453,58 @@ def learning_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
 # --- Breakout ----------------------------------------------------------------------------------------------------
 
 
+VARIANT_COLORS = ("tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink")
+
+
+def _breakout_color(record: dict[str, Any], variants: list[str]) -> str | None:
+    if "variant" in record:
+        return VARIANT_COLORS[variants.index(record["variant"]) % len(VARIANT_COLORS)]
+    return COLORS.get(record["algo"])
+
+
 def plot_breakout_curves(records: list[dict[str, Any]], path: Path) -> None:
-    """Evaluation return and training reward against steps, one line per run."""
+    """Evaluation return, training reward and the critic's explained variance against steps, one line per run."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    variants = sorted({record["variant"] for record in records if "variant" in record})
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     for record in records:
-        curve, color = record["curve"], "tab:purple" if "variant" in record else COLORS.get(record["algo"])
+        curve, color = record["curve"], _breakout_color(record, variants)
         label = f"{record['algo_label']} seed {record['seed']}"
         axes[0].errorbar(curve["timesteps"], curve["mean"], yerr=curve["std"], color=color, label=label, capsize=2)
         points = [(t, r) for t, r in zip(curve["timesteps"], curve.get("train_ep_rew_mean", [])) if r is not None]
         if points:
             axes[1].plot(*zip(*points), color=color, label=label, marker=".")
-    for ax, title in zip(axes, ["evaluation return (mean +/- std over episodes)", "training reward (last 100 episodes)"]):
+        explained = record.get("explained_variance")
+        if explained:
+            axes[2].plot(explained["timesteps"], explained["value"], color=color, label=label, linewidth=0.8)
+    titles = [
+        "evaluation return (mean +/- std over episodes)",
+        "training reward (last 100 episodes)",
+        "critic: explained variance of the returns",
+    ]
+    for ax, title in zip(axes, titles):
         ax.set_title(f"BreakoutNoFrameskip-v4: {title}", fontsize=9)
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _late_explained_variance(record: dict[str, Any], window: int = 100_000) -> float | None:
+    """Mean ``train/explained_variance`` over the last ``window`` steps of the run (None if not recorded)."""
+    explained = record.get("explained_variance")
+    if not explained or not explained["timesteps"]:
+        return None
+    last = explained["timesteps"][-1]
+    values = [v for t, v in zip(explained["timesteps"], explained["value"]) if t > last - window]
+    return float(np.mean(values))
 
 
 def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> list[str]:
@@ -515,11 +543,13 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
     lines += [
         "Evaluation: separate environments, stochastic actions (the zoo's rule for Atari), the game's score summed over "
         "its 5 lives (the evaluation environments are not reward-clipped). Training reward: mean of the last 100 "
-        "training episodes as SB3's Monitor records them, before clipping.",
+        "training episodes as SB3's Monitor records them, before clipping. Critic EV: the explained variance of the "
+        "returns by the value function (`train/explained_variance`, 1 is a perfect fit, 0 no better than a constant), "
+        "mean over the last 100k steps; n/a where the run's logs were not kept.",
         "",
-        "| algorithm | seed | steps | final evaluation | best evaluation | train reward at the end | wall time (s) | "
-        "hyperparameters | command |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "| algorithm | seed | steps | final evaluation | best evaluation | train reward at the end | critic EV | "
+        "wall time (s) | hyperparameters | command |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for record in records:
         curve = record["curve"]
@@ -527,7 +557,8 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
         lines.append(
             f"| {record['algo_label']} | {record['seed']} | {record['num_timesteps_done']:,} | "
             f"{record['final']['mean']:.1f} +/- {record['final']['std']:.1f} | {max(curve['mean']):.1f} | "
-            f"{_fmt(train[-1] if train else None)} | {record['wall_s_this_session']:.0f} | "
+            f"{_fmt(train[-1] if train else None)} | {_fmt(_late_explained_variance(record), 2)} | "
+            f"{record['wall_s_this_session']:.0f} | "
             f"`{record['hyperparams_source']}` | `{record['command']}` |"
         )
     lines.append("")

@@ -4,6 +4,7 @@ still work, not what they measure. Marker ``benchmarks`` (deselect with ``-m "no
 """
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,19 @@ def test_breakout_checkpoint_resume_and_picture(tmp_path):
     assert record["resumed_from"] == 32 and record["num_timesteps_done"] == 64
     assert (tmp_path / "breakout" / "trpo_plus" / "seed0_diagnostics.png").is_file()
     assert "AdaptiveTrustRegionCallback" in json.dumps(record["hyperparams"])
+    # The critic's explained variance comes from the TensorBoard logs of both sessions (the zoo writes them every
+    # other update here, at 32 and 64 steps); the record keeps about one value per 10k steps
+    run_dir = tmp_path / "tmp" / "breakout" / "trpo_plus" / "seed0"
+    every_value = breakout.explained_variance_series(run_dir, every=1)
+    assert every_value["timesteps"] == [32, 64] and all(math.isfinite(v) for v in every_value["value"])
+    explained = record["explained_variance"]
+    assert explained == {"timesteps": [32], "value": every_value["value"][:1]}
+    # --summarize-only rebuilds it from the logs into the saved record, without training
+    path = tmp_path / "breakout" / "trpo_plus" / "seed0.json"
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps({**saved, "explained_variance": None}))
+    breakout.main(["--algo", "trpo_plus", "--seed", "0", "--results-dir", str(tmp_path), "--summarize-only"])
+    assert json.loads(path.read_text())["explained_variance"] == explained
 
 
 def test_report(learning_results, tmp_path):
