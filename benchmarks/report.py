@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._common import ALGO_LABELS, REPO_ROOT, RESULTS_DIR, env_dirname, machine_info
+from benchmarks._common import ALGO_LABELS, REPO_ROOT, RESULTS_DIR, env_dirname, load_hyperparams, machine_info
 
 MIN_SEEDS = 5
 BOOTSTRAP_REPS = 20_000
@@ -507,6 +507,21 @@ def _late_explained_variance(record: dict[str, Any], window: int = 100_000) -> f
     return float(np.mean(values))
 
 
+def differences_from_entry(record: dict[str, Any]) -> str:
+    """
+    What the run's hyperparameters change from the algorithm's YAML entry as it is now (``n_timesteps`` aside): a
+    run recorded before an entry changed, or with ``--params``, says so.
+    """
+    entry, _ = load_hyperparams(record["algo"], record["env_id"])
+    used = record.get("hyperparams") or {}
+    changed = [
+        f"{key}: {json.dumps(used.get(key))} (entry: {json.dumps(entry.get(key))})"
+        for key in sorted(set(entry) | set(used))
+        if key != "n_timesteps" and used.get(key) != entry.get(key)
+    ]
+    return "; ".join(changed) if changed else "none"
+
+
 def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> list[str]:
     lines = ["## 4. Breakout (ALE)", ""]
     records = [json.loads(p.read_text()) for p in sorted((results_dir / "breakout").glob("*/seed*.json"))]
@@ -545,11 +560,12 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
         "its 5 lives (the evaluation environments are not reward-clipped). Training reward: mean of the last 100 "
         "training episodes as SB3's Monitor records them, before clipping. Critic EV: the explained variance of the "
         "returns by the value function (`train/explained_variance`, 1 is a perfect fit, 0 no better than a constant), "
-        "mean over the last 100k steps; n/a where the run's logs were not kept.",
+        "mean over the last 100k steps; n/a where the run's logs were not kept. *Differs from the entry*: the run's "
+        "hyperparameters against the YAML entry as it is in this commit (`none`: the run is of today's entry).",
         "",
         "| algorithm | seed | steps | final evaluation | best evaluation | train reward at the end | critic EV | "
-        "wall time (s) | hyperparameters | command |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "wall time (s) | hyperparameters | differs from the entry | command |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for record in records:
         curve = record["curve"]
@@ -559,7 +575,7 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
             f"{record['final']['mean']:.1f} +/- {record['final']['std']:.1f} | {max(curve['mean']):.1f} | "
             f"{_fmt(train[-1] if train else None)} | {_fmt(_late_explained_variance(record), 2)} | "
             f"{record['wall_s_this_session']:.0f} | "
-            f"`{record['hyperparams_source']}` | `{record['command']}` |"
+            f"`{record['hyperparams_source']}` | {differences_from_entry(record)} | `{record['command']}` |"
         )
     lines.append("")
     lines += [

@@ -126,3 +126,13 @@ def test_report(learning_results, tmp_path):
     assert "### CartPole-v1" in text and "**incomplete** (1 < 5 seeds)" in text
     assert "Not run yet: `python -m benchmarks.fvp" in text
     assert (tmp_path / "docs" / "images" / "learning_CartPole-v1.png").is_file()
+
+
+def test_breakout_record_differences_from_entry():
+    entry, _ = load_hyperparams("trpo_plus", "BreakoutNoFrameskip-v4")
+    record = {"algo": "trpo_plus", "env_id": "BreakoutNoFrameskip-v4", "hyperparams": {**entry, "n_timesteps": 1e6}}
+    assert report.differences_from_entry(record) == "none"
+    record["hyperparams"] = {**entry, "n_steps": entry["n_steps"] * 2, "extra_key": 1}
+    assert report.differences_from_entry(record) == (
+        f"extra_key: 1 (entry: null); n_steps: {entry['n_steps'] * 2} (entry: {entry['n_steps']})"
+    )
