@@ -132,6 +132,17 @@ def _is_atari(env_id: str) -> bool:
     return "AtariEnv" in str(gym.envs.registry[env_id].entry_point)
 
 
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """``key:value`` pairs (values read as YAML), like rl_zoo3's ``-params``."""
+    params = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise ValueError(f"--params takes key:value pairs, got {item!r}")
+        params[key] = yaml.safe_load(value)
+    return params
+
+
 def load_hyperparams(algo: str, env_id: str) -> tuple[dict[str, Any], str]:
     """
     The YAML entry of ``env_id`` for ``algo``, chosen with rl_zoo3's rules (the env's own entry, else ``atari``

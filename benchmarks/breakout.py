@@ -31,24 +31,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from benchmarks._common import RESULTS_DIR, command_line, load_hyperparams, machine_info, set_threads, write_json
+from benchmarks._common import (
+    RESULTS_DIR,
+    command_line,
+    load_hyperparams,
+    machine_info,
+    parse_params,
+    set_threads,
+    write_json,
+)
 from benchmarks.learning import train_run
 from sb3_trpo_plus.plot import NoLogsError, read_run, resolve_run
 
 ENV_ID = "BreakoutNoFrameskip-v4"
-
-
-def parse_params(items: list[str]) -> dict[str, Any]:
-    """``key:value`` pairs (values read as YAML), like rl_zoo3's ``-params``."""
-    params = {}
-    for item in items:
-        key, sep, value = item.partition(":")
-        if not sep:
-            raise ValueError(f"--params takes key:value pairs, got {item!r}")
-        params[key] = yaml.safe_load(value)
-    return params
 
 
 def explained_variance_series(run_dir: Path, every: int = 10_000) -> dict[str, list[float]] | None:

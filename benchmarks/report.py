@@ -257,9 +257,16 @@ def limits_text(env: dict[str, Any]) -> list[str]:
     rollout_per_update = plus["rollout_s"] / updates
     ceiling_per_update = batch / env["rollout_only"]["steps_per_s"]
     sub = int(plus["hyperparams"].get("cg_sub_sampling_factor", "1"))
+    # (the hyperparameters are stored as strings: policy_kwargs is the repr of a dict)
+    separate_critic = "'share_features_extractor': False" in plus["hyperparams"].get("policy_kwargs", "")
+    rollout_work = (
+        "the environment steps of every algorithm, plus a second CNN forward pass per step for TRPOPlus's own critic"
+        if separate_critic
+        else "the same work for every algorithm"
+    )
     text = (
         f"Where the time goes: per update of {batch} steps, TRPOPlus spends {rollout_per_update:.2f} s in the rollout "
-        f"(the same work for every algorithm) and {per_update:.2f} s in training "
+        f"({rollout_work}) and {per_update:.2f} s in training "
         f"({plus['rollout_s'] / (plus['rollout_s'] + plus['train_s']):.0%} of its time is the rollout). Half of the "
         f"rollout-only rate needs the training of an update to take no longer than a rollout-only pass, "
         f"{ceiling_per_update:.2f} s here."
@@ -278,8 +285,15 @@ def limits_text(env: dict[str, Any]) -> list[str]:
             f" The training step is {trpo_update / per_update:.1f}x faster than sb3-contrib's ({trpo_update:.1f} s): "
             f"sb3-contrib's products take {trpo['phases']['fvp_mean']:.2f} s each on all {batch} frames "
             f"({trpo['phases']['fvp_calls']:.0f} of them: its CG stopped early on the residual tolerance), and its "
-            f"critic {trpo['phases']['critic']:.2f} s against {plus['phases']['critic']:.2f} s (it runs every critic "
-            "minibatch through the shared CNN; TRPOPlus computes the features once)."
+            f"critic {trpo['phases']['critic']:.2f} s against {plus['phases']['critic']:.2f} s "
+            + (
+                "(both run every critic minibatch through a CNN: sb3-contrib's "
+                f"{trpo['hyperparams'].get('n_critic_updates', '10')} "
+                f"epochs through the shared one, of which only the value head learns; TRPOPlus's "
+                f"{plus['hyperparams'].get('n_critic_updates')} epochs through the critic's own CNN)."
+                if separate_critic
+                else "(it runs every critic minibatch through the shared CNN; TRPOPlus computes the features once)."
+            )
         )
     return [text, ""]
 
@@ -630,11 +644,16 @@ def main(argv: list[str] | None = None) -> str:
         "```bash",
         "python -m benchmarks.fvp --batch 2048 --threads 2 --repeats 3 --out benchmarks/results/fvp.json",
         "python -m benchmarks.throughput --threads 2 --phase-timing --out benchmarks/results/throughput.json",
+        "# the same with TRPOPlus's critic on the shared CNN (as sb3-contrib TRPO and PPO) instead of the entry's own CNN",
+        "python -m benchmarks.throughput --envs breakout --threads 2 --phase-timing \\",
+        "    --params 'policy_kwargs:dict(share_features_extractor=True)' \\",
+        "    --out benchmarks/results/throughput_shared_critic.json",
         "# resumable: run the same command again to continue; 2 runs at a time, 1 torch thread each",
         "# (LunarLander-v3 needs pip install 'gymnasium[box2d]', MinAtar pip install minatar)",
         "python -m benchmarks.learning --algos trpo_plus trpo ppo --envs CartPole-v1 Acrobot-v1 MountainCar-v0 \\",
         "    LunarLander-v3 Pendulum-v1 MinAtar/Breakout-v1 --seeds 0 1 2 3 4 --jobs 2 --threads 1",
         "python -m benchmarks.breakout --algo trpo_plus --budget 1e6 --seed 0   # and --algo ppo; --resume continues",
+        "# a variant of the entry: --params key:value ... --results-dir benchmarks/results/breakout_variants/NAME",
         "python -m benchmarks.report",
         "```",
         "",

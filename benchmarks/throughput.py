@@ -42,6 +42,7 @@ from benchmarks._common import (
     command_line,
     load_hyperparams,
     machine_info,
+    parse_params,
     register_envs,
     write_json,
 )
@@ -304,10 +305,14 @@ def trpo_phase_split(marks: dict[str, float]) -> dict[str, float]:
 
 
 def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
-    overrides = {"policy": spec["policy"]}
+    overrides: dict[str, Any] = {"policy": spec["policy"]}
     if algo == "trpo_plus" and args.cg_sub_sampling_factor is not None:
         overrides["cg_sub_sampling_factor"] = args.cg_sub_sampling_factor
+    if algo == "trpo_plus" and env_spec_name(spec) == "breakout":
+        overrides.update(parse_params(args.params))
     kwargs, source = algo_kwargs(algo, spec["env_id"], spec["n_steps"], overrides)
+    if algo == "trpo_plus" and env_spec_name(spec) == "breakout" and args.params:
+        source += f" with {' '.join(args.params)}"
     env = make_env(spec["env_id"], spec["n_envs"], args.seed)
     algo_class: type = ALGO_CLASSES[algo]
     if args.phase_timing and algo in ("trpo_plus", "trpo"):
@@ -360,9 +365,16 @@ def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, arg
     return result
 
 
+def env_spec_name(spec: dict[str, Any]) -> str:
+    return next(name for name, env in ENVS.items() if env["env_id"] == spec["env_id"])
+
+
 def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
     """Rollouts of a TRPOPlus model (its channels_last policy forward, env steps, buffer), no update at all."""
-    kwargs, _ = algo_kwargs("trpo_plus", spec["env_id"], spec["n_steps"], {"policy": spec["policy"]})
+    overrides: dict[str, Any] = {"policy": spec["policy"]}
+    if env_spec_name(spec) == "breakout":
+        overrides.update(parse_params(args.params))
+    kwargs, _ = algo_kwargs("trpo_plus", spec["env_id"], spec["n_steps"], overrides)
     env = make_env(spec["env_id"], spec["n_envs"], args.seed)
     model = TRPOPlus(env=env, seed=args.seed, device=args.device, verbose=0, **kwargs)
     _, callback = model._setup_learn(total_timesteps=10**9, callback=None)
@@ -393,6 +405,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--breakout-n-envs", type=int, default=ENVS["breakout"]["n_envs"], help="n_envs on Breakout")
     parser.add_argument(
         "--cg-sub-sampling-factor", type=int, default=None, help="TRPOPlus's cg_sub_sampling_factor (default: the YAML's)"
+    )
+    parser.add_argument(
+        "--params",
+        nargs="*",
+        default=[],
+        help="overrides key:value of TRPOPlus's hyperparameters on Breakout, its rollout-only run included "
+        "(e.g. 'policy_kwargs:dict(share_features_extractor=True)')",
     )
     parser.add_argument("--phase-timing", action="store_true", help="split the TRPOPlus and TRPO updates into parts")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (Breakout)")

@@ -37,7 +37,12 @@ def test_throughput(tmp_path):
     out = tmp_path / "throughput.json"
     argv = ["--envs", "cartpole", "breakout", "--cartpole-updates", "1", "--updates", "1", "--warmup-updates", "0"]
     argv += ["--breakout-n-steps", "4", "--breakout-n-envs", "2", "--phase-timing", "--threads", "1", "--out", str(out)]
-    result = throughput.main(argv)
+    # TRPOPlus's Breakout hyperparameters can be overridden (here: the CNN shared by actor and critic)
+    result = throughput.main([*argv, "--params", "policy_kwargs:dict(share_features_extractor=True)"])
+    breakout_plus = result["envs"]["breakout"]["algos"]["trpo_plus"]
+    assert breakout_plus["hyperparams"]["policy_kwargs"] == "{'share_features_extractor': True}"
+    assert breakout_plus["hyperparams_source"].endswith("with policy_kwargs:dict(share_features_extractor=True)")
+    assert "with" not in result["envs"]["cartpole"]["algos"]["trpo_plus"]["hyperparams_source"]
     for env in result["envs"].values():
         assert env["algos"].keys() == set(ALGOS)
         assert env["rollout_only"]["steps_per_s"] > 0
