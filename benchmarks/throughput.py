@@ -308,11 +308,11 @@ def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, arg
     overrides: dict[str, Any] = {"policy": spec["policy"]}
     if algo == "trpo_plus" and args.cg_sub_sampling_factor is not None:
         overrides["cg_sub_sampling_factor"] = args.cg_sub_sampling_factor
-    if algo == "trpo_plus" and env_spec_name(spec) == "breakout":
-        overrides.update(parse_params(args.params))
+    params = spec.get("trpo_plus_params", []) if algo == "trpo_plus" else []
+    overrides.update(parse_params(params))
     kwargs, source = algo_kwargs(algo, spec["env_id"], spec["n_steps"], overrides)
-    if algo == "trpo_plus" and env_spec_name(spec) == "breakout" and args.params:
-        source += f" with {' '.join(args.params)}"
+    if params:
+        source += f" with {' '.join(params)}"
     env = make_env(spec["env_id"], spec["n_envs"], args.seed)
     algo_class: type = ALGO_CLASSES[algo]
     if args.phase_timing and algo in ("trpo_plus", "trpo"):
@@ -365,15 +365,9 @@ def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, arg
     return result
 
 
-def env_spec_name(spec: dict[str, Any]) -> str:
-    return next(name for name, env in ENVS.items() if env["env_id"] == spec["env_id"])
-
-
 def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
     """Rollouts of a TRPOPlus model (its channels_last policy forward, env steps, buffer), no update at all."""
-    overrides: dict[str, Any] = {"policy": spec["policy"]}
-    if env_spec_name(spec) == "breakout":
-        overrides.update(parse_params(args.params))
+    overrides = {"policy": spec["policy"], **parse_params(spec.get("trpo_plus_params", []))}
     kwargs, _ = algo_kwargs("trpo_plus", spec["env_id"], spec["n_steps"], overrides)
     env = make_env(spec["env_id"], spec["n_envs"], args.seed)
     model = TRPOPlus(env=env, seed=args.seed, device=args.device, verbose=0, **kwargs)
@@ -436,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         th.set_num_threads(threads)
         spec = dict(ENVS[env_name])
         if env_name == "breakout":
-            spec.update(n_steps=args.breakout_n_steps, n_envs=args.breakout_n_envs)
+            spec.update(n_steps=args.breakout_n_steps, n_envs=args.breakout_n_envs, trpo_plus_params=args.params)
         env_result: dict[str, Any] = {**spec, "threads": threads, "command": command_line(), "machine": machine_info()}
         env_result["algos"] = {}
         for algo in args.algos:
