@@ -234,3 +234,56 @@ def make_experiment(
         verbose=0,
         device=device,
     )
+
+
+def zoo_env_and_model(
+    algo: str,
+    env_id: str,
+    hyperparams: dict[str, Any],
+    *,
+    seed: int,
+    log_folder: str | os.PathLike,
+    n_timesteps: int,
+    device: str = "auto",
+    tensorboard_log: str = "",
+    args: argparse.Namespace | None = None,
+    model_class: type | None = None,
+    load_path: str | os.PathLike | None = None,
+) -> tuple[Any, Any, Any]:
+    """
+    The environment, the model and the experiment of one YAML entry, built as ``python -m rl_zoo3.train`` builds
+    them (``ExperimentManager.setup_experiment()``): the same hyperparameter processing, wrappers, ``normalize``,
+    ``frame_stack`` and ``callback`` entries (in ``experiment.callbacks``, to pass to ``learn``).
+
+    :param model_class: the class to instantiate instead of the zoo's (e.g. a subclass that times its phases)
+    :param load_path: a saved model to load (with the environment) instead of creating one
+    :return: ``(env, model, experiment)``; ``experiment.callbacks`` holds the entry's callbacks
+    """
+    from rl_zoo3.utils import ALGOS
+
+    experiment = make_experiment(
+        algo,
+        env_id,
+        hyperparams,
+        seed=seed,
+        log_folder=log_folder,
+        n_timesteps=n_timesteps,
+        device=device,
+        tensorboard_log=tensorboard_log,
+        args=args,
+    )
+    unprocessed, saved_hyperparams = experiment.read_hyperparameters()
+    processed, experiment.env_wrapper, experiment.callbacks, experiment.vec_env_wrapper = experiment._preprocess_hyperparams(
+        unprocessed
+    )
+    experiment.saved_hyperparams = saved_hyperparams
+    experiment.create_log_folder()
+    env = experiment.create_envs(experiment.n_envs, no_log=False)
+    model_class = model_class or ALGOS[algo]
+    if load_path is not None:
+        model = model_class.load(load_path, env=env, device=device)
+    else:
+        model = model_class(
+            env=env, tensorboard_log=experiment.tensorboard_log, seed=seed, verbose=0, device=device, **processed
+        )
+    return env, model, experiment

@@ -54,10 +54,10 @@ from benchmarks._common import (
     env_dirname,
     load_hyperparams,
     machine_info,
-    make_experiment,
     set_threads,
     to_jsonable,
     write_json,
+    zoo_env_and_model,
 )
 
 DEFAULT_ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3", "Pendulum-v1", "MinAtar/Breakout-v1"]
@@ -196,7 +196,6 @@ def train_run(
     Train ``algo`` on ``env_id`` for ``n_timesteps`` (continuing from the latest checkpoint in ``run_dir`` if
     any), evaluating every ``eval_freq`` steps and at the end; return the run's record (curve, final evaluation).
     """
-    from rl_zoo3.utils import ALGOS
     from stable_baselines3.common.utils import set_random_seed
     from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
@@ -208,7 +207,9 @@ def train_run(
     checkpoint_dir = run_dir / "checkpoints"
     curve_path = run_dir / "curve.json"
     set_random_seed(seed)
-    exp = make_experiment(
+    # ExperimentManager.setup_experiment(), with the model loaded from a checkpoint when there is one
+    checkpoint = latest_checkpoint(checkpoint_dir)
+    env, model, exp = zoo_env_and_model(
         algo,
         env_id,
         hyperparams,
@@ -218,13 +219,9 @@ def train_run(
         device=device,
         tensorboard_log=str(run_dir / "tensorboard") if tensorboard else "",
         args=log_args,
+        load_path=checkpoint[0] if checkpoint is not None else None,
     )
-    # ExperimentManager.setup_experiment(), with the model loaded from a checkpoint when there is one
-    unprocessed, saved_hyperparams = exp.read_hyperparameters()
-    processed, exp.env_wrapper, exp.callbacks, exp.vec_env_wrapper = exp._preprocess_hyperparams(unprocessed)
-    exp.create_log_folder()
-    env = exp.create_envs(exp.n_envs, no_log=False)
-    checkpoint = latest_checkpoint(checkpoint_dir)
+    saved_hyperparams = exp.saved_hyperparams
     resumed_from = None
     curve: dict[str, Any] = {key: [] for key in ("timesteps", "mean", "std", "returns", "lengths", "train_ep_rew_mean")}
     if checkpoint is not None:
@@ -237,7 +234,6 @@ def train_run(
             for key in ("obs_rms", "ret_rms"):
                 if key in vars(saved):
                     setattr(vec_normalize, key, vars(saved)[key])
-        model = ALGOS[algo].load(model_path, env=env, device=device)
         resumed_from = int(model.num_timesteps)
         if curve_path.is_file():
             previous = json.loads(curve_path.read_text())
@@ -246,8 +242,6 @@ def train_run(
                 curve[key] = [previous[key][i] for i in keep]
             curve["eval_s"] = previous.get("eval_s", 0.0)
         print(f"resuming {algo} {env_id} seed {seed} from {model_path.name} ({resumed_from} steps)", flush=True)
-    else:
-        model = ALGOS[algo](env=env, tensorboard_log=exp.tensorboard_log, seed=seed, verbose=0, device=device, **processed)
     exp._save_config(saved_hyperparams)
 
     eval_env = exp.create_envs(n_eval_envs, eval_env=True)

@@ -2,11 +2,13 @@
 Throughput: environment steps per second of TRPOPlus, sb3-contrib TRPO and PPO, in one run, and the rollout-only
 rate (policy forward plus environment steps, no update) as the ceiling.
 
-Each algorithm gets the same environment (Breakout: SB3's ``make_atari_env`` + ``VecFrameStack(4)``; CartPole:
-``make_vec_env``), the same ``n_envs`` and ``n_steps``, and the rest of its own zoo hyperparameters
-(``hyperparams/trpo_plus.yml``; rl_zoo3's ``trpo.yml`` and ``ppo.yml``; an entry's environment settings,
-``normalize`` and ``callback`` are left out so that all three step the same environment). The rate counts every
-timed update: rollout plus training, after ``--warmup-updates`` untimed ones.
+Every model is built from its YAML entry by rl_zoo3's ``ExperimentManager``, as ``python -m rl_zoo3.train`` builds
+it (``benchmarks._common.zoo_env_and_model``): on Breakout, TRPOPlus's ``atari`` entry (``hyperparams/trpo_plus.yml``)
+and PPO's (rl_zoo3's ``ppo.yml``), each with its own wrappers, frame stack, ``n_envs`` x ``n_steps``, ``normalize``
+and callbacks; sb3-contrib TRPO, which has no Atari entry, gets ``trpo.yml``'s defaults with PPO's environment keys.
+On CartPole every algorithm gets the same rollout (2 x 512). ``--params`` overrides TRPOPlus's entry (its rollout-only
+run included). The rate counts every timed update: rollout plus training, after ``--warmup-updates`` untimed ones;
+the rollout-only rate (the ceiling) runs TRPOPlus's model without updates.
 
 ``--phase-timing`` splits the updates without changing library code: the script times the methods of a
 ``TRPOPlus`` subclass and wraps the module-level functions ``_update_policy`` calls (``conjugate_gradient_solver``,
@@ -23,6 +25,7 @@ import argparse
 import contextlib
 import gc
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,8 +36,7 @@ import torch as th
 from sb3_contrib import TRPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_atari_env, make_vec_env
-from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
+from stable_baselines3.common.vec_env import VecEnv
 
 from benchmarks._common import (
     ALGO_LABELS,
@@ -45,39 +47,55 @@ from benchmarks._common import (
     parse_params,
     register_envs,
     write_json,
+    zoo_env_and_model,
 )
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.trust_region import FisherVectorProduct
 
-#: The benchmark's environments: the same rollout (n_envs x n_steps) for every algorithm
+#: The benchmark's environments. Breakout: every algorithm as its zoo entry builds it (``atari``: wrappers, frame
+#: stack, n_envs x n_steps, ``normalize``, callbacks); sb3-contrib TRPO, which has no such entry, gets the environment
+#: keys of PPO's. CartPole: the same rollout (n_envs x n_steps, trpo.yml's 2 x 512) for every algorithm.
 ENVS: dict[str, dict[str, Any]] = {
-    "breakout": {"env_id": "BreakoutNoFrameskip-v4", "policy": "CnnPolicy", "n_envs": 8, "n_steps": 128},
-    # trpo.yml's CartPole rollout (2 x 512)
-    "cartpole": {"env_id": "CartPole-v1", "policy": "MlpPolicy", "n_envs": 2, "n_steps": 512},
+    "breakout": {"env_id": "BreakoutNoFrameskip-v4", "policy": "CnnPolicy", "rollout": {}},
+    "cartpole": {"env_id": "CartPole-v1", "policy": "MlpPolicy", "rollout": {"n_envs": 2, "n_steps": 512}},
 }
 ALGO_CLASSES = {"trpo_plus": TRPOPlus, "trpo": TRPO, "ppo": PPO}
-#: YAML keys that describe the environment or the run, not the algorithm
-ENV_KEYS = ("n_timesteps", "n_envs", "env_wrapper", "frame_stack", "normalize", "callback", "policy")
+#: YAML keys that describe the environment, taken from PPO's entry for an algorithm without an entry of its own
+ENV_KEYS = ("n_envs", "n_steps", "env_wrapper", "frame_stack", "policy")
 
 
-def make_env(env_id: str, n_envs: int, seed: int) -> VecEnv:
-    if "NoFrameskip" in env_id:
-        return VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), n_stack=4)
-    return make_vec_env(env_id, n_envs=n_envs, seed=seed)
+def zoo_entry(algo: str, spec: dict[str, Any], params: list[str]) -> tuple[dict[str, Any], str]:
+    """The YAML entry ``algo`` is built from on ``spec``'s environment, with ``--params`` overrides (TRPOPlus only)."""
+    hyperparams, source = load_hyperparams(algo, spec["env_id"])
+    if source.endswith(":default"):
+        # no entry for this environment (sb3-contrib TRPO on Atari): PPO's environment settings, the algorithm's defaults
+        ppo_entry, ppo_source = load_hyperparams("ppo", spec["env_id"])
+        hyperparams.update({key: ppo_entry[key] for key in ENV_KEYS if key in ppo_entry})
+        source += f" with the environment keys of {ppo_source}"
+    hyperparams.update(spec["rollout"])
+    hyperparams["policy"] = spec["policy"]
+    if params:
+        hyperparams.update(parse_params(params))
+        source += f" with {' '.join(params)}"
+    return hyperparams, source
 
 
-def algo_kwargs(algo: str, env_id: str, n_steps: int, overrides: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The algorithm's zoo hyperparameters for ``env_id`` (schedules and ``policy_kwargs`` as objects)."""
-    from rl_zoo3.exp_manager import ExperimentManager
-
-    hyperparams, source = load_hyperparams(algo, env_id)
-    kwargs = {key: value for key, value in hyperparams.items() if key not in ENV_KEYS}
-    kwargs.update(overrides)
-    kwargs["n_steps"] = n_steps
-    if isinstance(kwargs.get("policy_kwargs"), str):
-        kwargs["policy_kwargs"] = eval(kwargs["policy_kwargs"])
-    return ExperimentManager._preprocess_schedules(kwargs), source
+def build(algo: str, spec: dict[str, Any], args: argparse.Namespace, log_folder: str, model_class: type | None = None):
+    """``(env, model, callbacks, hyperparams, source)`` of ``algo`` on ``spec``, built by rl_zoo3 from the YAML."""
+    params = spec.get("trpo_plus_params", []) if algo == "trpo_plus" else []
+    hyperparams, source = zoo_entry(algo, spec, params)
+    env, model, experiment = zoo_env_and_model(
+        algo,
+        spec["env_id"],
+        hyperparams,
+        seed=args.seed,
+        log_folder=log_folder,
+        n_timesteps=10**9,
+        device=args.device,
+        model_class=model_class,
+    )
+    return env, model, list(experiment.callbacks), hyperparams, source
 
 
 class UpdateTimer(BaseCallback):
@@ -305,38 +323,46 @@ def trpo_phase_split(marks: dict[str, float]) -> dict[str, float]:
 
 
 def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
-    overrides: dict[str, Any] = {"policy": spec["policy"]}
-    if algo == "trpo_plus" and args.cg_sub_sampling_factor is not None:
-        overrides["cg_sub_sampling_factor"] = args.cg_sub_sampling_factor
-    params = spec.get("trpo_plus_params", []) if algo == "trpo_plus" else []
-    overrides.update(parse_params(params))
-    kwargs, source = algo_kwargs(algo, spec["env_id"], spec["n_steps"], overrides)
-    if params:
-        source += f" with {' '.join(params)}"
-    env = make_env(spec["env_id"], spec["n_envs"], args.seed)
     algo_class: type = ALGO_CLASSES[algo]
     if args.phase_timing and algo in ("trpo_plus", "trpo"):
         algo_class = TimedTRPOPlus if algo == "trpo_plus" else TimedTRPO
-    model = algo_class(env=env, seed=args.seed, device=args.device, verbose=0, **kwargs)
+    with tempfile.TemporaryDirectory() as log_folder:
+        env, model, callbacks, hyperparams, source = build(algo, spec, args, log_folder, algo_class)
+        return _measure(algo, model, env, callbacks, hyperparams, source, updates, warmup, spec)
+
+
+def _measure(
+    algo: str,
+    model: Any,
+    env: VecEnv,
+    callbacks: list[BaseCallback],
+    hyperparams: dict[str, Any],
+    source: str,
+    updates: int,
+    warmup: int,
+    spec: dict[str, Any],
+) -> dict[str, Any]:
     timing: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if algo_class is TimedTRPOPlus:
+    if isinstance(model, TimedTRPOPlus):
         timing = trpo_plus_phase_timing(model)
-    elif algo_class is TimedTRPO:
+    elif isinstance(model, TimedTRPO):
         timing = trpo_phase_timing(model)
     timer = UpdateTimer()
-    steps_per_update = spec["n_envs"] * spec["n_steps"]
+    steps_per_update = model.n_envs * model.n_steps
     print(
         f"[{spec['env_id']}] {ALGO_LABELS[algo]}: {warmup} warm-up + {updates} timed updates of {steps_per_update} steps",
         flush=True,
     )
     with timing:
-        model.learn(total_timesteps=(warmup + updates) * steps_per_update, callback=timer)
+        model.learn(total_timesteps=(warmup + updates) * steps_per_update, callback=[*callbacks, timer])
     rollouts, trains = timer.durations()
     rollouts, trains = rollouts[warmup:], trains[warmup:]
     steps = steps_per_update * len(rollouts)
     result: dict[str, Any] = {
         "hyperparams_source": source,
-        "hyperparams": {key: str(value) for key, value in kwargs.items()},
+        "hyperparams": {key: str(value) for key, value in hyperparams.items()},
+        "n_envs": model.n_envs,
+        "n_steps": model.n_steps,
         "warmup_updates": warmup,
         "timed_updates": len(rollouts),
         "steps": steps,
@@ -346,10 +372,10 @@ def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, arg
         "rollout_steps_per_s": steps / float(np.sum(rollouts)),
         "train_s_per_update": [float(t) for t in trains],
     }
-    if algo_class is TimedTRPOPlus:
+    if isinstance(model, TimedTRPOPlus):
         splits = [trpo_plus_phase_split(marks) for marks in model.phase_log[warmup:]]
         result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
-    elif algo_class is TimedTRPO:
+    elif isinstance(model, TimedTRPO):
         splits = [trpo_phase_split(marks) for marks in model.phase_log[warmup:]]
         result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
     env.close()
@@ -366,11 +392,13 @@ def measure_algo(algo: str, spec: dict[str, Any], updates: int, warmup: int, arg
 
 
 def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Rollouts of a TRPOPlus model (its channels_last policy forward, env steps, buffer), no update at all."""
-    overrides = {"policy": spec["policy"], **parse_params(spec.get("trpo_plus_params", []))}
-    kwargs, _ = algo_kwargs("trpo_plus", spec["env_id"], spec["n_steps"], overrides)
-    env = make_env(spec["env_id"], spec["n_envs"], args.seed)
-    model = TRPOPlus(env=env, seed=args.seed, device=args.device, verbose=0, **kwargs)
+    """Rollouts of the TRPOPlus model (its policy forward, env steps, buffer), built as for its timing, no update."""
+    with tempfile.TemporaryDirectory() as log_folder:
+        env, model, _, _, _ = build("trpo_plus", spec, args, log_folder)
+        return _measure_rollouts(model, env, rollouts, warmup, spec)
+
+
+def _measure_rollouts(model: Any, env: VecEnv, rollouts: int, warmup: int, spec: dict[str, Any]) -> dict[str, Any]:
     _, callback = model._setup_learn(total_timesteps=10**9, callback=None)
     callback.on_training_start(locals(), globals())
     times = []
@@ -379,7 +407,7 @@ def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args:
         model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)  # type: ignore[arg-type]
         times.append(time.perf_counter() - start)
     env.close()
-    steps = spec["n_envs"] * spec["n_steps"] * rollouts
+    steps = model.n_envs * model.n_steps * rollouts
     result = {"rollouts": rollouts, "steps": steps, "rollout_s": float(np.sum(times[warmup:]))}
     result["steps_per_s"] = steps / result["rollout_s"]
     print(f"[{spec['env_id']}] rollout only (TRPOPlus policy): {result['steps_per_s']:8.1f} steps/s", flush=True)
@@ -395,10 +423,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--cartpole-updates", type=int, default=10, help="timed updates of every algorithm (CartPole)")
     parser.add_argument("--warmup-updates", type=int, default=1, help="untimed first updates (TRPOPlus, PPO, rollout)")
     parser.add_argument("--trpo-warmup-updates", type=int, default=0, help="untimed first updates of sb3-contrib TRPO")
-    parser.add_argument("--breakout-n-steps", type=int, default=ENVS["breakout"]["n_steps"], help="n_steps on Breakout")
-    parser.add_argument("--breakout-n-envs", type=int, default=ENVS["breakout"]["n_envs"], help="n_envs on Breakout")
     parser.add_argument(
-        "--cg-sub-sampling-factor", type=int, default=None, help="TRPOPlus's cg_sub_sampling_factor (default: the YAML's)"
+        "--breakout-n-steps", type=int, default=None, help="n_steps of every algorithm on Breakout (default: each entry's)"
+    )
+    parser.add_argument(
+        "--breakout-n-envs", type=int, default=None, help="n_envs of every algorithm on Breakout (default: each entry's)"
     )
     parser.add_argument(
         "--params",
@@ -430,7 +459,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         th.set_num_threads(threads)
         spec = dict(ENVS[env_name])
         if env_name == "breakout":
-            spec.update(n_steps=args.breakout_n_steps, n_envs=args.breakout_n_envs, trpo_plus_params=args.params)
+            rollout = {"n_steps": args.breakout_n_steps, "n_envs": args.breakout_n_envs}
+            spec.update(trpo_plus_params=args.params, rollout={key: value for key, value in rollout.items() if value})
         env_result: dict[str, Any] = {**spec, "threads": threads, "command": command_line(), "machine": machine_info()}
         env_result["algos"] = {}
         for algo in args.algos:

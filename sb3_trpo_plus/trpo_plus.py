@@ -1,6 +1,7 @@
+import contextlib
 import warnings
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeGuard, TypeVar
 
 import numpy as np
@@ -11,6 +12,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, PyTorchObs, RolloutBufferSamples, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance
 from torch import nn
@@ -56,6 +58,46 @@ def _is_standard_shared_actor_critic(policy: BasePolicy) -> TypeGuard[ActorCriti
             for method in ("get_distribution", "predict_values", "extract_features")
         )
     )
+
+
+@contextlib.contextmanager
+def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Iterator[PyTorchObs]:
+    """
+    The observations with their images scaled to ``[0, 1]`` once, and the policy told not to scale them again while
+    the context lasts.
+
+    SB3's ``preprocess_obs`` converts image observations from ``uint8`` and divides them by 255 at every forward pass.
+    One update runs the actor and the critic on the whole rollout several times (gradient, line-search candidates,
+    critic epochs); on 1024 Atari frames each conversion costs about half a forward pass of NatureCNN on CPU. The
+    scaling here is ``preprocess_obs``'s own (``obs.float() / 255.0``), so the update is bit-identical. Only SB3's
+    actor-critic policies whose feature extraction goes through ``policy.normalize_images`` are handled; any other
+    policy gets the observations unchanged.
+
+    :param policy: the policy being trained
+    :param observations: the rollout's observations
+    :return: the observations to train on
+    """
+    standard = isinstance(policy, ActorCriticPolicy) and all(
+        getattr(type(policy), method) is getattr(ActorCriticPolicy, method)
+        for method in ("extract_features", "predict_values", "get_distribution")
+    )
+    if not (standard and policy.normalize_images):
+        yield observations
+        return
+
+    def scaled(obs: th.Tensor, space: spaces.Space) -> th.Tensor:
+        return obs.float() / 255.0 if is_image_space(space) else obs
+
+    if isinstance(observations, dict):
+        assert isinstance(policy.observation_space, spaces.Dict)
+        normalized: PyTorchObs = {key: scaled(obs, policy.observation_space[key]) for key, obs in observations.items()}
+    else:
+        normalized = scaled(observations, policy.observation_space)
+    policy.normalize_images = False
+    try:
+        yield normalized
+    finally:
+        policy.normalize_images = True
 
 
 def _all_finite(obs: PyTorchObs) -> bool:
@@ -562,11 +604,13 @@ class TRPOPlus(OnPolicyAlgorithm):
             rollout_data = rollout_data._replace(
                 observations=rollout_data.observations.contiguous(memory_format=th.channels_last)
             )
-        # Actor: one trust-region step
-        actor_params = self._actor_params(rollout_data.observations)
-        diagnostics, features = self._update_policy(rollout_data, ent_coef, actor_params)
-        # Critic: regression on the GAE returns, never touching what the actor uses
-        value_losses = self._update_critic(rollout_data, set(actor_params), features)
+        with _images_normalized_once(self.policy, rollout_data.observations) as observations:
+            rollout_data = rollout_data._replace(observations=observations)
+            # Actor: one trust-region step
+            actor_params = self._actor_params(rollout_data.observations)
+            diagnostics, features = self._update_policy(rollout_data, ent_coef, actor_params)
+            # Critic: regression on the GAE returns, never touching what the actor uses
+            value_losses = self._update_critic(rollout_data, set(actor_params), features)
 
         self._n_updates += 1
         self.last_update = diagnostics

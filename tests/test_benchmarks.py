@@ -40,7 +40,7 @@ def test_throughput(tmp_path):
     # TRPOPlus's Breakout hyperparameters can be overridden (here: the CNN shared by actor and critic)
     result = throughput.main([*argv, "--params", "policy_kwargs:dict(share_features_extractor=True)"])
     breakout_plus = result["envs"]["breakout"]["algos"]["trpo_plus"]
-    assert breakout_plus["hyperparams"]["policy_kwargs"] == "{'share_features_extractor': True}"
+    assert breakout_plus["hyperparams"]["policy_kwargs"] == "dict(share_features_extractor=True)"
     assert breakout_plus["hyperparams_source"].endswith("with policy_kwargs:dict(share_features_extractor=True)")
     assert "with" not in result["envs"]["cartpole"]["algos"]["trpo_plus"]["hyperparams_source"]
     for env in result["envs"].values():
@@ -52,7 +52,7 @@ def test_throughput(tmp_path):
         assert 2 <= phases["fvp_calls"] <= 17
         parts = ["actor_params", "gradient", "fvp_setup", "cg", "curvature", "line_search", "critic"]
         assert sum(phases[part] for part in parts) <= phases["total"] + 1e-6
-    assert json.loads(out.read_text())["envs"]["breakout"]["n_steps"] == 4
+    assert json.loads(out.read_text())["envs"]["breakout"]["algos"]["ppo"]["n_steps"] == 4
 
 
 @pytest.fixture(scope="module")
