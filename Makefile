@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP_CONSTRAINT ?= constraints.txt
 LINT_PATHS = sb3_trpo_plus/ tests/ benchmarks/
 
-.PHONY: install demo pytest test type lint format check-codestyle commit-checks clean
+.PHONY: install demo pytest test docs type lint format check-codestyle commit-checks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,13 @@ pytest:
 # Install everything and run the test suite (the README's second command, called by .ci/run)
 test: install pytest
 
+# Build the documentation site (docs/ -> docs/_build/html), warnings as errors as in CI (tests/test_docs.py)
+docs: $(BIN)/python
+	$(BIN)/python -c "import sphinx, myst_parser, sphinx_rtd_theme" 2>/dev/null || \
+		$(BIN)/python -m pip install $(if $(PIP_CONSTRAINT),-c $(PIP_CONSTRAINT)) -e ".[docs]"
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
 type:
 	$(BIN)/python -m mypy sb3_trpo_plus/
 
@@ -42,4 +49,4 @@ check-codestyle:
 commit-checks: format type lint
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache docs/_build

@@ -1,5 +1,7 @@
 """
-Everything else is in setup.cfg. This file only adds ``sb3_trpo_plus_zoo.pth`` to the wheels, regular and editable.
+Everything else is in setup.cfg. This file adds ``sb3_trpo_plus_zoo.pth`` to the wheels, regular and editable, and
+makes the long description: README.md with its relative links made absolute (a package index shows the README
+without the repository's files, so ``docs/zoo.md`` would be a broken link there).
 
 The ``.pth`` file lands in site-packages, where Python runs its line at start-up: it imports
 ``_sb3_trpo_plus_zoo_hook`` (standard library only), which registers ``trpo_plus`` in rl_zoo3 when, and only when,
@@ -14,6 +16,7 @@ rl_zoo3 is imported. See docs/zoo.md.
 import base64
 import hashlib
 import os
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -24,6 +27,24 @@ from setuptools.command.build_py import build_py
 PTH_NAME = "sb3_trpo_plus_zoo.pth"
 # Named to sort after setuptools' ``__editable__.*.pth``, which makes the hook importable in editable installs
 PTH_CONTENT = b"import _sb3_trpo_plus_zoo_hook\n"
+
+# Where the README's relative links point in the long description (files: blob/, folders: tree/ redirects to blob/)
+REPOSITORY_URL = "https://github.com/sb3-trpo-plus/sb3-trpo-plus"
+
+
+def long_description() -> str:
+    """README.md with every relative link target (``[text](docs/zoo.md)``, ``[text](#heading)``) made absolute."""
+    text = Path(__file__).with_name("README.md").read_text(encoding="utf-8")
+
+    def absolute(match: re.Match) -> str:
+        target = match.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # a URL or a mailto:
+            return match.group(0)
+        if target.startswith("#"):  # a heading of the README: the repository's front page shows it with that anchor
+            return f"{match.group(1)}({REPOSITORY_URL}{target})"
+        return f"{match.group(1)}({REPOSITORY_URL}/blob/main/{target.lstrip('/')})"
+
+    return re.sub(r"(\[[^\]]*\])\(([^)\s]+)\)", absolute, text)
 
 
 class BuildPyWithPth(build_py):
@@ -78,4 +99,4 @@ else:
     cmdclass["editable_wheel"] = EditableWheelWithPth
 
 
-setup(cmdclass=cmdclass)
+setup(cmdclass=cmdclass, long_description=long_description())

@@ -28,6 +28,8 @@ from benchmarks._common import ALGO_LABELS, REPO_ROOT, RESULTS_DIR, env_dirname,
 
 MIN_SEEDS = 5
 BOOTSTRAP_REPS = 20_000
+#: Seed of the bootstrap: the same results give the same intervals on every regeneration
+BOOTSTRAP_SEED = 0
 LEARNING_ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3", "Pendulum-v1", "MinAtar/Breakout-v1"]
 COLORS = {"trpo_plus": "tab:blue", "trpo": "tab:orange", "ppo": "tab:green"}
 FVP_LABELS = {
@@ -322,11 +324,18 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, tup
         return np.array([metrics.aggregate_mean(x), metrics.aggregate_iqm(x)])
 
     score_dict = {algo: values.reshape(-1, 1) for algo, values in scores.items()}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # arch's notice about `random_state`, used by rliable
-        points, intervals = rly.get_interval_estimates(
-            score_dict, aggregates, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(0)
-        )
+    # rliable's StratifiedBootstrap draws its resamples from NumPy's global generator (np.random.choice), whatever
+    # random_state says: seed that generator for the call, then give the caller back its state
+    global_state = np.random.get_state()
+    np.random.seed(BOOTSTRAP_SEED)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # arch's notice about `random_state`, used by rliable
+            points, intervals = rly.get_interval_estimates(
+                score_dict, aggregates, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(BOOTSTRAP_SEED)
+            )
+    finally:
+        np.random.set_state(global_state)
     return {
         algo: {
             "mean": (points[algo][0], intervals[algo][0, 0], intervals[algo][1, 0]),
@@ -393,7 +402,8 @@ def learning_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> lis
         "apart from the training ones, `VecNormalize` statistics copied, reward normalization off; deterministic "
         "actions, the zoo's rule outside Atari). Per env and algorithm: the mean and the interquartile mean (IQM) of "
         f"the scores over seeds, with 95% stratified-bootstrap confidence intervals (rliable, {BOOTSTRAP_REPS:,} "
-        f"resamples). With fewer than {MIN_SEEDS} seeds an entry is marked *incomplete* and not judged; nothing is "
+        f"resamples, seed {BOOTSTRAP_SEED}: the same results give the same intervals). With fewer than {MIN_SEEDS} "
+        "seeds an entry is marked *incomplete* and not judged; nothing is "
         "extrapolated. The seeds are the same for every algorithm. *Training reward at the end*: the mean over seeds "
         "of SB3's `rollout/ep_rew_mean` (the last 100 training episodes, stochastic actions, raw rewards) when the "
         "run ended; shown for context, not used in the verdicts.",

@@ -133,6 +133,22 @@ def test_report(learning_results, tmp_path):
     assert (tmp_path / "docs" / "images" / "learning_CartPole-v1.png").is_file()
 
 
+def test_report_intervals_are_seeded():
+    """The same scores give the same bootstrap intervals (rliable draws from NumPy's global generator)."""
+    pytest.importorskip("rliable")
+    import numpy as np
+
+    scores = {"trpo_plus": np.array([3.0, 7.5, 1.0, 9.0, 4.2, 6.1, 2.2]), "ppo": np.array([5.0, 2.5, 8.0, 6.5, 3.3])}
+    np.random.seed(123)
+    first = report.interval_estimates(scores)
+    after_first = np.random.rand()
+    np.random.seed(456)  # another global state before the second call
+    assert first == report.interval_estimates(scores)
+    # the caller's generator is left as it was
+    np.random.seed(123)
+    assert np.random.rand() == after_first
+
+
 def test_breakout_record_differences_from_entry():
     entry, _ = load_hyperparams("trpo_plus", "BreakoutNoFrameskip-v4")
     record = {"algo": "trpo_plus", "env_id": "BreakoutNoFrameskip-v4", "hyperparams": {**entry, "n_timesteps": 1e6}}
