@@ -16,6 +16,7 @@ Usage::
 import argparse
 import json
 import math
+import re
 import shutil
 import warnings
 from collections import defaultdict
@@ -259,8 +260,8 @@ def limits_text(env: dict[str, Any]) -> list[str]:
     rollout_per_update = plus["rollout_s"] / updates
     ceiling_per_update = batch / env["rollout_only"]["steps_per_s"]
     sub = int(plus["hyperparams"].get("cg_sub_sampling_factor", "1"))
-    # (the hyperparameters are stored as strings: policy_kwargs is the repr of a dict)
-    separate_critic = "'share_features_extractor': False" in plus["hyperparams"].get("policy_kwargs", "")
+    # (the hyperparameters are stored as strings: the YAML's `dict(...)`, or in older files the repr of a dict)
+    separate_critic = re.search(r"share_features_extractor\W+False", plus["hyperparams"].get("policy_kwargs", "")) is not None
     rollout_work = (
         "the environment steps of every algorithm, plus a second CNN forward pass per step for TRPOPlus's own critic"
         if separate_critic

@@ -471,6 +471,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             else:
                 updates, warmup = args.updates, args.warmup_updates
             env_result["algos"][algo] = measure_algo(algo, spec, updates, warmup, args)
+        # the rollout of the report's heading: TRPOPlus's (every entry compared here has the same)
+        first = env_result["algos"].get("trpo_plus") or next(iter(env_result["algos"].values()))
+        env_result.update(n_envs=first["n_envs"], n_steps=first["n_steps"])
         rollouts = args.cartpole_updates if env_name == "cartpole" else args.updates
         env_result["rollout_only"] = measure_rollout_only(spec, rollouts, args.warmup_updates, args)
         rates = {algo: value["steps_per_s"] for algo, value in env_result["algos"].items()}
