@@ -40,7 +40,9 @@ class AdaptiveTrustRegionCallback(BaseCallback):
     - ``target_kl <- max(min_max_kl, target_kl * max_kl_decay)``
     - ``cg_damping <- min(max_damping, cg_damping * damping_growth)``
 
-    and the count starts again from zero. A successful line search resets the count.
+    and the count starts again from zero. A successful line search resets the count. An update skipped as a whole
+    (``diagnostics.skipped``: the rollout held NaN or inf, or an unusable setting reached the update) is not a line
+    search: it changes neither the counts nor the trust region.
 
     With ``recovery_window`` set, after ``recovery_window`` consecutive updates whose full natural-gradient
     step was accepted at the first try (step fraction 1.0), the inverse move is made, never past the values
@@ -144,7 +146,9 @@ class AdaptiveTrustRegionCallback(BaseCallback):
         """
         before = (self.model.target_kl, self.model.cg_damping)
         shrink, recover = False, False
-        if not diagnostics.line_search_success:
+        if diagnostics.skipped:
+            pass  # bad data or an unusable setting says nothing about the trust region
+        elif not diagnostics.line_search_success:
             self.n_consecutive_failures += 1
             self.n_consecutive_full_steps = 0
             if self.n_consecutive_failures >= self.ls_fail_threshold:
@@ -174,10 +178,29 @@ class AdaptiveTrustRegionCallback(BaseCallback):
         self.logger.record("trust_region/cg_damping", self.model.cg_damping)
         return (self.model.target_kl, self.model.cg_damping) != before
 
+    def _set_trust_region(self, target_kl: float, cg_damping: float) -> None:
+        """
+        Write both values to the model, or neither: a value that is not a finite number (> 0 for ``target_kl``,
+        >= 0 for ``cg_damping``) raises a ``ValueError`` before anything is written.
+
+        :param target_kl: the new radius
+        :param cg_damping: the new damping
+        """
+        target_kl = _check_real("target_kl", target_kl)
+        cg_damping = _check_real("cg_damping", cg_damping)
+        if target_kl <= 0.0 or cg_damping < 0.0:
+            raise ValueError(
+                f"{type(self).__name__} computed target_kl={target_kl!r}, cg_damping={cg_damping!r}: "
+                "target_kl must be > 0 and cg_damping >= 0; the model was left unchanged"
+            )
+        self.model.target_kl, self.model.cg_damping = target_kl, cg_damping
+
     def _shrink(self) -> None:
         old_target_kl, old_cg_damping = self.model.target_kl, self.model.cg_damping
-        self.model.target_kl = max(self.min_max_kl, old_target_kl * self.max_kl_decay)
-        self.model.cg_damping = min(self.max_damping, old_cg_damping * self.damping_growth)
+        self._set_trust_region(
+            max(self.min_max_kl, old_target_kl * self.max_kl_decay),
+            min(self.max_damping, old_cg_damping * self.damping_growth),
+        )
         self.n_shrinks += 1
         if self.verbose >= 1:
             at_bounds = (
@@ -195,10 +218,12 @@ class AdaptiveTrustRegionCallback(BaseCallback):
         old_target_kl, old_cg_damping = self.model.target_kl, self.model.cg_damping
         initial_target_kl, initial_cg_damping = self.model.initial_target_kl, self.model.initial_cg_damping
         # Move toward the initial values, never past them (and never away from them)
+        target_kl, cg_damping = old_target_kl, old_cg_damping
         if old_target_kl < initial_target_kl:
-            self.model.target_kl = min(initial_target_kl, old_target_kl / self.max_kl_decay)
+            target_kl = min(initial_target_kl, old_target_kl / self.max_kl_decay)
         if old_cg_damping > initial_cg_damping:
-            self.model.cg_damping = max(initial_cg_damping, old_cg_damping / self.damping_growth)
+            cg_damping = max(initial_cg_damping, old_cg_damping / self.damping_growth)
+        self._set_trust_region(target_kl, cg_damping)
         changed = (self.model.target_kl, self.model.cg_damping) != (old_target_kl, old_cg_damping)
         if changed:
             self.n_recoveries += 1

@@ -3,6 +3,16 @@
 import math
 from dataclasses import dataclass
 
+#: Failure reasons of updates that did not run at all (no line search): the rollout held NaN or inf, or a value the
+#: update would use was unusable. They say nothing about the trust region, which callbacks leave alone.
+SKIPPED_UPDATE_REASONS = (
+    "non_finite_input",
+    "invalid_target_kl",
+    "invalid_cg_damping",
+    "invalid_ent_coef",
+    "invalid_learning_rate",
+)
+
 
 @dataclass(frozen=True)
 class UpdateDiagnostics:
@@ -21,8 +31,11 @@ class UpdateDiagnostics:
     :param ent_coef: entropy coefficient used by this update
     :param target_kl: trust-region radius used by this update
     :param cg_damping: conjugate-gradient damping used by this update
-    :param failure_reason: ``None`` on success, else one of ``"line_search_exhausted"``, ``"non_finite_input"``,
-        ``"non_finite_gradient"``, ``"non_finite_direction"``, ``"non_positive_curvature"``
+    :param failure_reason: ``None`` on success, else one of ``"line_search_exhausted"``, ``"non_finite_gradient"``,
+        ``"non_finite_direction"``, ``"non_positive_curvature"`` (the step failed), or, for an update skipped as a
+        whole (see :attr:`skipped`), ``"non_finite_input"`` (the rollout held NaN or inf), ``"invalid_target_kl"``,
+        ``"invalid_cg_damping"``, ``"invalid_ent_coef"``, ``"invalid_learning_rate"`` (an unusable value reached the
+        update)
     """
 
     n_updates: int
@@ -37,6 +50,11 @@ class UpdateDiagnostics:
     target_kl: float
     cg_damping: float
     failure_reason: str | None = None
+
+    @property
+    def skipped(self) -> bool:
+        """True when the update did not run (bad data or an unusable setting): no weight changed, no line search ran."""
+        return self.failure_reason in SKIPPED_UPDATE_REASONS
 
     @property
     def is_full_step(self) -> bool:

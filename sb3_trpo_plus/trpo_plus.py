@@ -1,4 +1,8 @@
 import contextlib
+import copy
+import io
+import math
+import pathlib
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -9,12 +13,21 @@ import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.utils import conjugate_gradient_solver
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, PyTorchObs, RolloutBufferSamples, Schedule
+from stable_baselines3.common.type_aliases import (
+    GymEnv,
+    MaybeCallback,
+    PyTorchObs,
+    RolloutBufferSamples,
+    Schedule,
+    TensorDict,
+)
 from stable_baselines3.common.utils import FloatSchedule, explained_variance
+from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
@@ -105,6 +118,94 @@ def _all_finite(obs: PyTorchObs) -> bool:
     return all(bool(th.isfinite(tensor).all()) for tensor in tensors if tensor.is_floating_point())
 
 
+def _finite_or_zero(obs: PyTorchObs) -> PyTorchObs:
+    """The observations with NaN and inf replaced by 0 (a copy only where there are some)."""
+
+    def cleaned(tensor: th.Tensor) -> th.Tensor:
+        if not tensor.is_floating_point() or bool(th.isfinite(tensor).all()):
+            return tensor
+        return th.nan_to_num(tensor, nan=0.0, posinf=0.0, neginf=0.0)
+
+    if isinstance(obs, dict):
+        return {key: cleaned(value) for key, value in obs.items()}
+    return cleaned(obs)
+
+
+@contextlib.contextmanager
+def _acting_on_finite_observations(policy: BasePolicy) -> Iterator[None]:
+    """
+    While the context lasts, ``policy(obs)`` (how SB3's rollout picks actions) sees NaN and inf observations as 0.
+
+    A NaN observation would otherwise stop the rollout inside the action distribution (its logits or mean are NaN),
+    while an inf one often goes through (``tanh(inf)`` is finite): with this, both are collected the same way, the
+    raw observation is what the rollout buffer keeps, and ``train`` skips the update on the non-finite rollout.
+
+    :param policy: the policy collecting the rollout
+    """
+    original_forward = policy.forward
+
+    def forward(obs: PyTorchObs, *args: Any, **kwargs: Any) -> Any:
+        return original_forward(_finite_or_zero(obs), *args, **kwargs)
+
+    policy.forward = forward  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del policy.forward
+
+
+@contextlib.contextmanager
+def _eval_mode(policy: BasePolicy) -> Iterator[None]:
+    """The policy in evaluation mode (BatchNorm on its running statistics, no Dropout), its mode restored after."""
+    was_training = policy.training
+    policy.set_training_mode(False)
+    try:
+        yield
+    finally:
+        policy.set_training_mode(was_training)
+
+
+def _non_finite_entries(state: Any, prefix: str = "") -> list[str]:
+    """The names of the floating-point tensors and floats holding NaN or inf in a nested (optimizer) state dict."""
+    if isinstance(state, th.Tensor):
+        return [prefix] if state.is_floating_point() and not bool(th.isfinite(state).all()) else []
+    if isinstance(state, float):
+        return [prefix] if not math.isfinite(state) else []
+    if isinstance(state, dict):
+        return [entry for key, value in state.items() for entry in _non_finite_entries(value, f"{prefix}.{key}".lstrip("."))]
+    if isinstance(state, (list, tuple)):
+        return [entry for i, value in enumerate(state) for entry in _non_finite_entries(value, f"{prefix}[{i}]")]
+    return []
+
+
+class _CheckedSetting:
+    """
+    A model attribute stored as ``_<name>`` whose every assignment is checked by :func:`_check_setting` (a
+    ``ValueError`` naming the attribute, and the old value kept), so that a callback or a user can never put a value
+    into the update that it cannot use.
+
+    :param default_from: attribute whose value is returned while this one has not been set yet
+    """
+
+    def __init__(self, default_from: str | None = None):
+        self.default_from = default_from
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        if self.default_from is not None and f"_{self.name}" not in obj.__dict__:
+            return getattr(obj, self.default_from)
+        return obj.__dict__[f"_{self.name}"]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        _check_setting(self.name, value)
+        obj.__dict__[f"_{self.name}"] = value
+
+
 class TRPOPlus(OnPolicyAlgorithm):
     """
     Trust Region Policy Optimization with a consistent entropy bonus (TRPOPlus)
@@ -183,6 +284,15 @@ class TRPOPlus(OnPolicyAlgorithm):
         "MultiInputPolicy": MultiInputPolicy,
     }
 
+    # Settings that callbacks and users may change during training: checked on every assignment
+    target_kl = _CheckedSetting()
+    cg_damping = _CheckedSetting()
+    #: The trust region the model was built with, toward which ``AdaptiveTrustRegionCallback`` recovers
+    initial_target_kl = _CheckedSetting(default_from="target_kl")
+    initial_cg_damping = _CheckedSetting(default_from="cg_damping")
+    ent_coef_decay = _CheckedSetting()
+    min_ent_coef = _CheckedSetting()
+
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
@@ -217,7 +327,12 @@ class TRPOPlus(OnPolicyAlgorithm):
         joint_kl: bool = False,
         _init_setup_model: bool = True,
     ):
+        # Every argument is checked before anything (the environment included) is built
         _check_arguments(
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            learning_rate=learning_rate,
             batch_size=batch_size,
             cg_max_steps=cg_max_steps,
             cg_damping=cg_damping,
@@ -296,13 +411,15 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.sub_sampling_factor = sub_sampling_factor
         self.joint_kl = bool(joint_kl)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
-        self.ent_coef = ent_coef  # type: ignore[assignment]
+        self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
         self.min_ent_coef = min_ent_coef
-        # Trust-region state that callbacks may adapt; all of it is saved with the model
-        self.initial_target_kl = target_kl
-        self.initial_cg_damping = cg_damping
+        # Trust-region state that callbacks may adapt; all of it is saved with the model. (`target_kl`,
+        # `cg_damping`, the entropy settings and the initial values are properties that check what they are given;
+        # the initial values are set by `_setup_model`.)
         self._current_ent_coef = float(FloatSchedule(ent_coef)(1.0))
+        # Updates skipped because the rollout held NaN or inf
+        self._n_non_finite_rollouts = 0
         self.last_update: UpdateDiagnostics | None = None
         self._line_search_window: deque[tuple[bool, float]] = deque(maxlen=stats_window_size)
         self._line_search_warned = False
@@ -311,6 +428,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             self._setup_model()
 
     def _setup_model(self) -> None:
+        self._check_loaded_state()
         super()._setup_model()
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
         if any(isinstance(module, nn.Conv2d) for module in self.policy.modules()):
@@ -318,10 +436,106 @@ class TRPOPlus(OnPolicyAlgorithm):
             # product): measured 0.28 s -> 0.14 s for NatureCNN on 512 frames, 1 thread
             self.policy = self.policy.to(memory_format=th.channels_last)  # type: ignore[call-overload]
 
+    def _check_loaded_state(self) -> None:
+        """
+        Check what SB3's ``load`` wrote straight into ``__dict__`` (past the setters) before anything uses it.
+
+        ``load`` builds the model with default arguments, then ``__dict__.update``s the saved data: a checkpoint of
+        sb3-contrib TRPO (or of an older TRPOPlus) holds ``target_kl``, ``cg_damping``, ... as plain attributes, which
+        the checked settings would hide; they go through the setters here, and so do the values a TRPOPlus checkpoint
+        stores. The initial trust region is the checkpoint's own: the saved one, or for a checkpoint that has none
+        (sb3-contrib TRPO never adapts its trust region), its ``target_kl`` and ``cg_damping``.
+        """
+        for name in TRAINING_SETTINGS:
+            if name in self.__dict__:
+                setattr(self, name, self.__dict__.pop(name))
+            elif f"_{name}" in self.__dict__:
+                setattr(self, name, self.__dict__[f"_{name}"])
+        _check_rollout_arguments(
+            n_steps=self.n_steps, gamma=self.gamma, gae_lambda=self.gae_lambda, learning_rate=self.learning_rate
+        )
+        if "_initial_target_kl" not in self.__dict__:
+            self.initial_target_kl = self.target_kl
+        if "_initial_cg_damping" not in self.__dict__:
+            self.initial_cg_damping = self.cg_damping
+
+    @property  # type: ignore[override]
+    def ent_coef(self) -> float | Schedule:
+        """The entropy coefficient as given (a float, or a schedule of the progress remaining); checked on assignment."""
+        return self._ent_coef
+
+    @ent_coef.setter
+    def ent_coef(self, value: float | Schedule) -> None:
+        _check_setting("ent_coef", value)
+        self._ent_coef = value
+        self.ent_coef_schedule = FloatSchedule(value)
+
     @property
     def current_ent_coef(self) -> float:
         """The entropy coefficient used by the latest update (the initial one before the first update)."""
         return self._current_ent_coef
+
+    @classmethod
+    def load(
+        cls: type[SelfTRPOPlus],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfTRPOPlus:
+        """
+        Load the model from a zip-file (SB3's ``load``, whose arguments it takes).
+
+        Only load files you trust: SB3's format runs pickled code when it is read. The training settings among
+        ``kwargs`` (``target_kl``, ``cg_damping``, ``ent_coef``, ``ent_coef_decay``, ``min_ent_coef``, and the initial
+        values) are checked before the file is read and set through their setters, after the saved ones, so that the
+        saved initial trust region stays the checkpoint's own.
+        """
+        settings = {name: kwargs.pop(name) for name in TRAINING_SETTINGS if name in kwargs}
+        for name, value in settings.items():
+            _check_setting(name, value)
+        model = super().load(
+            path,
+            env=env,
+            device=device,
+            custom_objects=custom_objects,
+            print_system_info=print_system_info,
+            force_reset=force_reset,
+            **kwargs,
+        )
+        for name, value in settings.items():
+            setattr(model, name, value)
+        return model
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | TensorDict,
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        """
+        SB3's ``set_parameters``, refusing (``ValueError``, parameters left as they were) parameters, buffers or
+        optimizer state holding NaN or inf.
+        """
+        previous = copy.deepcopy(self.get_parameters())
+        super().set_parameters(load_path_or_dict, exact_match=exact_match, device=device)
+        non_finite = _non_finite_entries(self.get_parameters())
+        if non_finite:
+            super().set_parameters(previous, exact_match=True, device=device)  # type: ignore[arg-type]
+            raise ValueError(
+                f"set_parameters: non-finite values (NaN or inf) in {', '.join(non_finite[:5])}"
+                f"{', ...' if len(non_finite) > 5 else ''}; the parameters were left unchanged"
+            )
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
+        # NaN and inf observations are collected alike (the buffer keeps them; `train` skips the update)
+        with _acting_on_finite_observations(self.policy):
+            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
     def _policy_batch(self, rollout_data: RolloutBufferSamples) -> tuple[PyTorchObs, th.Tensor, th.Tensor, th.Tensor]:
         """The whole rollout (optionally sub-sampled) as observations, actions, old log-probs and advantages."""
@@ -446,45 +660,53 @@ class TRPOPlus(OnPolicyAlgorithm):
         if not (np.isfinite(curvature) and curvature > 0.0):
             return failed("non_positive_curvature", old_objective, old_entropy), final_features
         full_step = np.sqrt(2.0 * target_kl / curvature) * search_direction
+        if not bool(th.isfinite(full_step).all()):
+            return failed("non_finite_direction", old_objective, old_entropy), final_features
         # free the graphs before the line search
         del fisher_vector_product, fvp_distribution, distribution, objective, features
 
         # Line search (backtracking) on the same objective L, under the KL constraint
         original_params = flatten_params(actor_params)
         step_fraction = 1.0
-        with th.no_grad():
-            for iteration in range(1, self.line_search_max_iter + 1):
-                assign_params(actor_params, original_params + step_fraction * full_step)
-                new_distribution, new_features = self._distribution(obs)
-                new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
-                # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
-                kl = kl_per_sample(old_distribution, new_distribution, self.joint_kl).mean().clamp(min=0.0)
-                new_objective_value, kl_value = new_objective.item(), kl.item()
-                # Acceptance: the objective improves and the step stays inside the trust region
-                if (
-                    np.isfinite(new_objective_value)
-                    and np.isfinite(kl_value)
-                    and new_objective_value > old_objective
-                    and kl_value <= target_kl
-                ):
-                    if final_features is not None:
-                        final_features = new_features
-                    return UpdateDiagnostics(
-                        n_updates=self._n_updates + 1,
-                        line_search_success=True,
-                        line_search_iters=iteration,
-                        step_fraction=step_fraction,
-                        kl=kl_value,
-                        policy_objective=new_objective_value,
-                        improvement=new_objective_value - old_objective,
-                        entropy=old_entropy,
-                        ent_coef=ent_coef,
-                        target_kl=target_kl,
-                        cg_damping=cg_damping,
-                    ), final_features
-                step_fraction *= self.line_search_shrinking_factor
-            # No acceptable step: restore the parameters exactly
-            assign_params(actor_params, original_params)
+        accepted = False
+        try:
+            with th.no_grad():
+                for iteration in range(1, self.line_search_max_iter + 1):
+                    assign_params(actor_params, original_params + step_fraction * full_step)
+                    new_distribution, new_features = self._distribution(obs)
+                    new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
+                    # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
+                    kl = kl_per_sample(old_distribution, new_distribution, self.joint_kl).mean().clamp(min=0.0)
+                    new_objective_value, kl_value = new_objective.item(), kl.item()
+                    # Acceptance: the objective improves and the step stays inside the trust region
+                    if (
+                        np.isfinite(new_objective_value)
+                        and np.isfinite(kl_value)
+                        and new_objective_value > old_objective
+                        and kl_value <= target_kl
+                    ):
+                        accepted = True
+                        if final_features is not None:
+                            final_features = new_features
+                        return UpdateDiagnostics(
+                            n_updates=self._n_updates + 1,
+                            line_search_success=True,
+                            line_search_iters=iteration,
+                            step_fraction=step_fraction,
+                            kl=kl_value,
+                            policy_objective=new_objective_value,
+                            improvement=new_objective_value - old_objective,
+                            entropy=old_entropy,
+                            ent_coef=ent_coef,
+                            target_kl=target_kl,
+                            cg_damping=cg_damping,
+                        ), final_features
+                    step_fraction *= self.line_search_shrinking_factor
+        finally:
+            if not accepted:
+                # No acceptable step, an exception or an interruption (KeyboardInterrupt) in the middle of the search:
+                # the old parameters, exactly, never a trial point
+                assign_params(actor_params, original_params)
         return failed("line_search_exhausted", old_objective, old_entropy, iters=self.line_search_max_iter), final_features
 
     def _critic_value_fn(
@@ -547,6 +769,10 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         Found through the autograd graph of one observation, not from parameter names, so that custom policies and
         ``share_features_extractor`` True or False are handled alike.
+
+        :param observations: observations to run the policy on (the rollout buffer's when ``None``); only the first
+            is used
+        :return: the actor parameters
         """
         if observations is None:
             observations = next(self.rollout_buffer.get(batch_size=None)).observations
@@ -556,12 +782,20 @@ class TRPOPlus(OnPolicyAlgorithm):
         else:
             obs = th.nan_to_num(obs)
         params = [param for param in self.policy.parameters() if param.requires_grad]
-        outputs = distribution_tensors(self.policy.get_distribution(obs))
+        # In evaluation mode, whatever the policy's mode: a batch of one is valid for BatchNorm there, no running
+        # statistic moves, and the parameters the distribution depends on are the same in both modes
+        with _eval_mode(self.policy):
+            outputs = distribution_tensors(self.policy.get_distribution(obs))
         grads = th.autograd.grad(th.cat([output.reshape(-1) for output in outputs]).sum(), params, allow_unused=True)
         return [param for param, grad in zip(params, grads, strict=True) if grad is not None]
 
     def _record_line_search_health(self, diagnostics: UpdateDiagnostics) -> None:
-        self._line_search_window.append((diagnostics.line_search_success, diagnostics.step_fraction))
+        if diagnostics.skipped:
+            # (no line search ran: bad data or an unusable setting is reported as such, not as a failed search)
+            if not self._line_search_window:
+                return
+        else:
+            self._line_search_window.append((diagnostics.line_search_success, diagnostics.step_fraction))
         success_rate = float(np.mean([success for success, _ in self._line_search_window]))
         step_fraction_mean = float(np.mean([fraction for _, fraction in self._line_search_window]))
         self.logger.record("train/line_search_success_rate", success_rate)
@@ -595,6 +829,12 @@ class TRPOPlus(OnPolicyAlgorithm):
         ent_coef = decayed_ent_coef(
             self.ent_coef_schedule(self._current_progress_remaining), self.ent_coef_decay, self.min_ent_coef, self._n_updates
         )
+        # Nothing computed from an unusable setting or from non-finite data may reach the weights: such an update is
+        # refused as a whole (actor and critic) and reported as what it is, never as a failed line search
+        refusal = self._invalid_setting(ent_coef) or self._non_finite_rollout()
+        if refusal is not None:
+            self._refuse_update(*refusal, ent_coef=ent_coef)
+            return
         self._current_ent_coef = ent_coef
 
         # The whole rollout, in one batch (shuffled by the buffer)
@@ -614,7 +854,82 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         self._n_updates += 1
         self.last_update = diagnostics
-        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+        self._log_update(diagnostics, value_losses)
+
+    def _invalid_setting(self, ent_coef: float) -> tuple[str, str] | None:
+        """
+        The failure reason and a message when a value the update would use is unusable (it got past the setters,
+        e.g. through ``ent_coef_schedule``, a learning-rate schedule or a private attribute), else ``None``.
+
+        :param ent_coef: the entropy coefficient of this update (schedule, decay and floor applied)
+        """
+        for name, value in (("target_kl", self.target_kl), ("cg_damping", self.cg_damping), ("ent_coef", ent_coef)):
+            try:
+                _check_setting(name, value)
+            except ValueError as error:
+                return f"invalid_{name}", f"{error} (the value this update would use)"
+        learning_rate = self.lr_schedule(self._current_progress_remaining)
+        if not (_is_finite_real(learning_rate) and learning_rate >= 0):
+            return "invalid_learning_rate", f"learning_rate must be a finite number >= 0, got {learning_rate!r} (its schedule)"
+        return None
+
+    def _non_finite_rollout(self) -> tuple[str, str] | None:
+        """The failure reason and a message when the rollout holds NaN or inf, else ``None``."""
+        buffer = self.rollout_buffer
+        observations = buffer.observations
+        parts: dict[str, list[Any]] = {
+            "observations": list(observations.values()) if isinstance(observations, dict) else [observations],
+            "rewards": [buffer.rewards],
+            "returns and advantages": [buffer.returns, buffer.advantages],
+            "value predictions": [buffer.values],
+            "log-probabilities": [buffer.log_probs],
+        }
+        non_finite = [
+            name
+            for name, arrays in parts.items()
+            if any(np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all() for array in arrays)
+        ]
+        if not non_finite:
+            return None
+        return "non_finite_input", (
+            f"the rollout holds NaN or inf in its {', '.join(non_finite)}. This is bad data, not a line-search "
+            "failure: neither the policy nor the critic was updated, and the trust region was left as it is. Likely "
+            "cause: the environment (or a wrapper such as VecNormalize) returned a NaN or inf observation or reward; "
+            "a gamma or gae_lambda that is not finite gives non-finite returns too. To stop at the step that produces "
+            "them, wrap the environment in stable_baselines3.common.vec_env.VecCheckNan(env, raise_exception=True)."
+        )
+
+    def _refuse_update(self, reason: str, message: str, ent_coef: float) -> None:
+        """
+        Count and report an update that does not run (bad data or an unusable setting); no weight changes.
+
+        :param reason: the failure reason of the diagnostics
+        :param message: what is wrong, for the warning
+        :param ent_coef: the entropy coefficient this update would have used
+        """
+        if reason == "non_finite_input":
+            self._n_non_finite_rollouts += 1
+        warnings.warn(f"TRPOPlus skipped an update: {message}", RuntimeWarning)
+        self._n_updates += 1
+        self.last_update = UpdateDiagnostics(
+            n_updates=self._n_updates,
+            line_search_success=False,
+            line_search_iters=0,
+            step_fraction=0.0,
+            kl=math.nan,
+            policy_objective=math.nan,
+            improvement=0.0,
+            entropy=math.nan,
+            ent_coef=ent_coef,
+            target_kl=self.target_kl,
+            cg_damping=self.cg_damping,
+            failure_reason=reason,
+        )
+        self._log_update(self.last_update, [])
+
+    def _log_update(self, diagnostics: UpdateDiagnostics, value_losses: list[float]) -> None:
+        with np.errstate(invalid="ignore"):  # (NaN, quietly, for a rollout with inf in it)
+            explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
 
         # Logs (the sb3-contrib TRPO keys first)
         self.logger.record("train/policy_objective", diagnostics.policy_objective)
@@ -626,11 +941,12 @@ class TRPOPlus(OnPolicyAlgorithm):
             self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/entropy", diagnostics.entropy)
-        self.logger.record("train/ent_coef", ent_coef)
+        self.logger.record("train/ent_coef", diagnostics.ent_coef)
         self.logger.record("train/line_search_iters", diagnostics.line_search_iters)
         self.logger.record("train/step_fraction", diagnostics.step_fraction)
         self.logger.record("train/target_kl", diagnostics.target_kl)
         self.logger.record("train/cg_damping", diagnostics.cg_damping)
+        self.logger.record("train/non_finite_rollouts", self._n_non_finite_rollouts)
         self._record_line_search_health(diagnostics)
 
     def learn(
@@ -656,17 +972,85 @@ def decayed_ent_coef(ent_coef: float, ent_coef_decay: float, min_ent_coef: float
     """
     Entropy coefficient after ``n_updates`` updates: ``max(min_ent_coef, ent_coef * ent_coef_decay ** n_updates)``.
 
+    A NaN in any input gives NaN (``max`` alone would hide it behind the floor), so that the update refuses it.
+
     :param ent_coef: the (scheduled) coefficient before decay
     :param ent_coef_decay: factor multiplied in after every update
     :param min_ent_coef: the floor
     :param n_updates: updates done so far
     :return: the coefficient for the next update
     """
-    return max(min_ent_coef, float(ent_coef) * ent_coef_decay**n_updates)
+    decayed = float(ent_coef) * ent_coef_decay**n_updates
+    if math.isnan(decayed) or math.isnan(min_ent_coef):
+        return math.nan
+    return max(min_ent_coef, decayed)
+
+
+def _is_finite_real(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (a ``bool`` is not one)."""
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and bool(np.isfinite(value))
+    )
+
+
+def _initial_value(value: Any) -> Any:
+    """The value of a schedule at the start of training (progress remaining 1), or the value itself."""
+    return value(1.0) if callable(value) else value
+
+
+#: Settings of the update that callbacks and users may change during training (``model.target_kl = ...``,
+#: ``TRPOPlus.load(path, target_kl=...)``): each is checked by its setter, at construction and when loading.
+#: name -> (rule on a finite real number, what is allowed)
+TRAINING_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "target_kl": (lambda value: value > 0, "a finite number > 0"),
+    "cg_damping": (lambda value: value >= 0, "a finite number >= 0"),
+    "initial_target_kl": (lambda value: value > 0, "a finite number > 0"),
+    "initial_cg_damping": (lambda value: value >= 0, "a finite number >= 0"),
+    "ent_coef": (lambda value: value >= 0, "a finite number >= 0, or a schedule whose value at progress 1 is one"),
+    "ent_coef_decay": (lambda value: 0 < value <= 1, "a finite number in (0, 1] (1 disables the decay)"),
+    "min_ent_coef": (lambda value: value >= 0, "a finite number >= 0"),
+}
+
+
+def _check_setting(name: str, value: Any) -> None:
+    """
+    Raise a ``ValueError`` naming the setting and what it allows when ``value`` is not allowed.
+
+    :param name: a key of :data:`TRAINING_SETTINGS`
+    :param value: the value to check (a float, or for ``ent_coef`` also a schedule)
+    """
+    rule, allowed = TRAINING_SETTINGS[name]
+    checked = _initial_value(value) if name == "ent_coef" else value
+    if not (_is_finite_real(checked) and rule(checked)):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+
+
+def _check_rollout_arguments(*, n_steps: Any, gamma: Any, gae_lambda: Any, learning_rate: Any) -> None:
+    """
+    Raise a ``ValueError`` naming the first of SB3's on-policy arguments outside its allowed range (checked before
+    the environment is built, and again when a model is loaded).
+    """
+    if isinstance(n_steps, (bool, np.bool_)) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+        raise ValueError(f"n_steps must be an integer >= 1, got {n_steps!r}")
+    for name, value in (("gamma", gamma), ("gae_lambda", gae_lambda)):
+        if not (_is_finite_real(value) and 0 <= value <= 1):
+            raise ValueError(f"{name} must be a finite number in [0, 1], got {value!r}")
+    initial_learning_rate = _initial_value(learning_rate)
+    if not (_is_finite_real(initial_learning_rate) and initial_learning_rate >= 0):
+        raise ValueError(
+            "learning_rate must be a finite number >= 0, or a schedule whose value at progress 1 is one, "
+            f"got {learning_rate!r}"
+        )
 
 
 def _check_arguments(
     *,
+    n_steps: int,
+    gamma: float,
+    gae_lambda: float,
+    learning_rate: float | Schedule,
     batch_size: int,
     cg_max_steps: int,
     cg_damping: float,
@@ -683,15 +1067,16 @@ def _check_arguments(
     joint_kl: bool,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
-
-    def finite(value: float) -> bool:
-        return isinstance(value, (int, float, np.floating, np.integer)) and bool(np.isfinite(value))
-
-    if not (finite(target_kl) and target_kl > 0):
-        raise ValueError(f"target_kl must be a finite number > 0, got {target_kl!r}")
-    if not (finite(cg_damping) and cg_damping >= 0):
-        raise ValueError(f"cg_damping must be a finite number >= 0, got {cg_damping!r}")
-    if not (finite(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
+    _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
+    for name, value in (
+        ("target_kl", target_kl),
+        ("cg_damping", cg_damping),
+        ("ent_coef", ent_coef),
+        ("ent_coef_decay", ent_coef_decay),
+        ("min_ent_coef", min_ent_coef),
+    ):
+        _check_setting(name, value)
+    if not (_is_finite_real(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
         raise ValueError(f"line_search_shrinking_factor must be in (0, 1), got {line_search_shrinking_factor!r}")
     for name, value, minimum in (
         ("line_search_max_iter", line_search_max_iter, 1),
@@ -702,14 +1087,10 @@ def _check_arguments(
         ("n_critic_updates", n_critic_updates, 0),
         ("stats_window_size", stats_window_size, 1),
     ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    initial_ent_coef = ent_coef(1.0) if callable(ent_coef) else ent_coef
-    if not (finite(initial_ent_coef) and initial_ent_coef >= 0):
-        raise ValueError(f"ent_coef must be a finite number >= 0 (or a schedule starting at one), got {initial_ent_coef!r}")
-    if not (finite(ent_coef_decay) and 0 < ent_coef_decay <= 1):
-        raise ValueError(f"ent_coef_decay must be in the interval (0, 1] (1 disables the decay), got {ent_coef_decay!r}")
-    if not (finite(min_ent_coef) and 0 <= min_ent_coef <= initial_ent_coef):
+    initial_ent_coef = _initial_value(ent_coef)
+    if min_ent_coef > initial_ent_coef:
         raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")
     if not isinstance(joint_kl, (bool, np.bool_)):
         raise ValueError(f"joint_kl must be True or False, got {joint_kl!r}")

@@ -1,0 +1,457 @@
+"""Hardening: bad settings, bad data, interruptions, odd policies and foreign checkpoints never put a non-finite
+number (or a half-step) into the weights, and every refusal names what was wrong."""
+
+import math
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sb3_contrib import TRPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from sb3_trpo_plus import TRPOPlus, UpdateDiagnostics
+from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
+from sb3_trpo_plus.trust_region import flatten_params
+
+SMALL = dict(n_steps=32, batch_size=32, n_critic_updates=1, policy_kwargs=dict(net_arch=[8]))
+
+
+def all_params(model: TRPOPlus) -> th.Tensor:
+    return flatten_params(list(model.policy.parameters())).clone()
+
+
+def actor_vector(model: TRPOPlus) -> th.Tensor:
+    return flatten_params(model._actor_params()).clone()
+
+
+def trained_once(**kwargs) -> TRPOPlus:
+    """A model with one rollout in its buffer (``model.train()`` updates on it again)."""
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **{**SMALL, **kwargs})
+    model.learn(model.n_steps)
+    return model
+
+
+# --- The step size and the weights ---------------------------------------------------------------------------------
+
+BAD_SETTINGS = [
+    ("target_kl", math.nan),
+    ("target_kl", math.inf),
+    ("target_kl", 0.0),
+    ("target_kl", -1.0),
+    ("target_kl", True),
+    ("cg_damping", math.nan),
+    ("cg_damping", -0.1),
+    ("cg_damping", math.inf),
+    ("ent_coef", math.nan),
+    ("ent_coef", -0.01),
+    ("ent_coef", lambda _: math.nan),
+    ("ent_coef_decay", math.nan),
+    ("ent_coef_decay", 0.0),
+    ("ent_coef_decay", math.inf),
+    ("min_ent_coef", math.nan),
+    ("min_ent_coef", -1.0),
+    ("initial_target_kl", math.nan),
+    ("initial_cg_damping", -1.0),
+]
+
+
+@pytest.mark.parametrize("name, value", BAD_SETTINGS, ids=[f"{name}={value!r}"[:30] for name, value in BAD_SETTINGS])
+def test_bad_setting_refused_on_assignment(name, value):
+    model = trained_once(ent_coef=0.01)
+    before, params = getattr(model, name), all_params(model)
+    with pytest.raises(ValueError, match=name):
+        setattr(model, name, value)
+    assert getattr(model, name) == before
+    assert th.equal(all_params(model), params)
+    model.train()  # the next update still runs, on the old value
+    assert th.isfinite(all_params(model)).all()
+
+
+def test_bad_setting_refused_by_load(tmp_path):
+    model = trained_once()
+    model.target_kl = 0.005  # as an adaptive callback would
+    model.save(tmp_path / "model")
+    for kwargs, name in ((dict(target_kl=-1), "target_kl"), (dict(cg_damping=math.nan), "cg_damping"),
+                         (dict(ent_coef_decay=2.0), "ent_coef_decay"), (dict(gamma=math.nan), "gamma"),
+                         (dict(n_steps=0), "n_steps")):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            TRPOPlus.load(tmp_path / "model", **kwargs)
+    # A valid override goes through the setter, and the initial trust region stays the checkpoint's own
+    loaded = TRPOPlus.load(tmp_path / "model", target_kl=0.002, ent_coef=0.05)
+    assert (loaded.target_kl, loaded.initial_target_kl) == (0.002, 0.01)
+    assert loaded.ent_coef_schedule(1.0) == 0.05
+
+
+@pytest.mark.parametrize(
+    "name, corrupt",
+    [
+        ("target_kl", lambda model: model.__dict__.update(_target_kl=math.nan)),
+        ("cg_damping", lambda model: model.__dict__.update(_cg_damping=-math.inf)),
+        ("ent_coef", lambda model: setattr(model, "ent_coef_schedule", lambda _: math.nan)),
+        ("ent_coef", lambda model: model.__dict__.update(_ent_coef_decay=math.inf)),
+        ("learning_rate", lambda model: setattr(model, "lr_schedule", lambda _: math.nan)),
+    ],
+    ids=["target_kl", "cg_damping", "ent_coef_schedule", "ent_coef_decay", "learning_rate"],
+)
+def test_unusable_value_refused_where_it_is_used(name, corrupt):
+    """A value that got past the setters refuses the update (named reason); no weight changes."""
+    model = trained_once(ent_coef=0.01)
+    model.train()  # ent_coef_decay ** n_updates: n_updates > 0
+    corrupt(model)
+    state = {key: value.clone() for key, value in model.policy.state_dict().items()}
+    with pytest.warns(RuntimeWarning, match=name):
+        model.train()
+    assert model.last_update.failure_reason == f"invalid_{name}"
+    assert model.last_update.skipped and not model.last_update.line_search_success
+    assert all(th.equal(value, state[key]) for key, value in model.policy.state_dict().items())
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_line_search_leaves_no_trial_point(error):
+    model = trained_once()
+    before = actor_vector(model)
+    original, calls = model._distribution, []
+
+    def interrupted(obs):
+        calls.append(1)
+        if len(calls) == 2:  # the first call is the gradient's, the second the first candidate's
+            raise error("stopped in the middle of the line search")
+        return original(obs)
+
+    model._distribution = interrupted
+    with pytest.raises(error):
+        model.train()
+    assert th.equal(actor_vector(model), before)
+
+
+def test_set_parameters_refuses_non_finite_weights():
+    model = trained_once()
+    before = all_params(model)
+    params = model.get_parameters()
+    params["policy"] = {key: value.clone() for key, value in params["policy"].items()}
+    params["policy"]["action_net.bias"][0] = math.nan
+    with pytest.raises(ValueError, match=r"action_net\.bias"):
+        model.set_parameters(params)
+    assert th.equal(all_params(model), before)
+
+
+# --- The adaptive callback and what it writes ----------------------------------------------------------------------
+
+
+def diagnostics(n_updates: int, failure_reason: str | None) -> UpdateDiagnostics:
+    success = failure_reason is None
+    return UpdateDiagnostics(
+        n_updates=n_updates,
+        line_search_success=success,
+        line_search_iters=1 if success else 10,
+        step_fraction=1.0 if success else 0.0,
+        kl=0.004 if success else math.nan,
+        policy_objective=0.1,
+        improvement=0.01 if success else 0.0,
+        entropy=0.69,
+        ent_coef=0.0,
+        target_kl=0.01,
+        cg_damping=0.1,
+        failure_reason=failure_reason,
+    )
+
+
+def test_adaptive_callback_never_writes_an_unusable_value():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    callback = AdaptiveTrustRegionCallback(ls_fail_threshold=1, min_max_kl=0.001)
+    callback.init_callback(model)
+    callback.min_max_kl = math.nan  # a bound broken after construction: max(nan, x) is nan
+    model.last_update = diagnostics(1, "line_search_exhausted")
+    with pytest.raises(ValueError, match="target_kl"):
+        callback.on_rollout_start()
+    # Both values or neither: the damping was not raised either
+    assert (model.target_kl, model.cg_damping) == (0.01, 0.1)
+
+
+def test_callback_rule_fed_a_nan_kl():
+    class FollowTheKL(BaseCallback):
+        """A user's rule: the radius follows the last KL (NaN after a failed line search)."""
+
+        def _on_rollout_start(self) -> None:
+            if self.model.last_update is not None:
+                self.model.target_kl = 2 * self.model.last_update.kl
+
+        def _on_step(self) -> bool:
+            return True
+
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, line_search_max_iter=1, target_kl=1e4, **SMALL)
+    with pytest.raises(ValueError, match="target_kl"):
+        model.learn(4 * 32, callback=FollowTheKL())
+    assert model.target_kl == 1e4
+    assert th.isfinite(all_params(model)).all()
+
+
+def test_skipped_updates_leave_the_trust_region_alone():
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    callback = AdaptiveTrustRegionCallback(ls_fail_threshold=2, min_max_kl=0.001, recovery_window=2)
+    callback.init_callback(model)
+    model.target_kl = 0.005  # below the initial value: a recovery would move it
+    for n_updates, reason in enumerate(["line_search_exhausted", "non_finite_input", "invalid_ent_coef"], start=1):
+        model.last_update = diagnostics(n_updates, reason)
+        callback.on_rollout_start()
+    assert callback.n_consecutive_failures == 1 and callback.n_shrinks == 0
+    for n_updates, reason in enumerate([None, "non_finite_input"], start=4):
+        model.last_update = diagnostics(n_updates, reason)
+        callback.on_rollout_start()
+    assert callback.n_consecutive_full_steps == 1 and callback.n_recoveries == 0
+    assert (model.target_kl, model.cg_damping) == (0.005, 0.1)
+
+
+# --- Bad environment data ------------------------------------------------------------------------------------------
+
+
+class InjectNonFinite(gym.Wrapper):
+    """Puts ``value`` into the observation or the reward of the ``at``-th step."""
+
+    def __init__(self, env: gym.Env, where: str, value: float, at: int = 5):
+        super().__init__(env)
+        self.where, self.value, self.at, self.t = where, value, at, 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.t += 1
+        if self.t == self.at:
+            if self.where == "observation":
+                obs = obs.copy()
+                obs[0] = self.value
+            else:
+                reward = self.value
+        return obs, reward, terminated, truncated, info
+
+
+class RecordUpdates(BaseCallback):
+    def __init__(self):
+        super().__init__()
+        self.updates: list[tuple[UpdateDiagnostics, th.Tensor]] = []
+
+    def _on_rollout_start(self) -> None:
+        if self.model.last_update is not None:
+            self.updates.append((self.model.last_update, all_params(self.model)))
+
+    def _on_training_end(self) -> None:
+        self._on_rollout_start()
+
+    def _on_step(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("where", ["observation", "reward"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_environment_data_is_reported_as_bad_data(where, value):
+    model = TRPOPlus("MlpPolicy", InjectNonFinite(gym.make("CartPole-v1"), where, value), seed=0, **SMALL)
+    before = all_params(model)
+    recorder = RecordUpdates()
+    adaptive = AdaptiveTrustRegionCallback(ls_fail_threshold=1, min_max_kl=0.001)
+    with pytest.warns(RuntimeWarning, match="VecCheckNan") as record:
+        model.learn(2 * 32, callback=[recorder, adaptive])
+    assert not any("line search" in str(w.message) and "unhealthy" in str(w.message) for w in record)
+    (first, params_after_first), (second, _) = recorder.updates
+    assert first.failure_reason == "non_finite_input" and first.skipped
+    assert th.equal(params_after_first, before)  # neither the actor nor the critic moved
+    assert second.failure_reason != "non_finite_input"  # the next, finite rollout trains as usual
+    assert model.logger.name_to_value["train/non_finite_rollouts"] == 1
+    # The trust region never hears of it (a failed line search would shrink it at once here)
+    assert first.target_kl == second.target_kl == 0.01
+    assert adaptive.n_shrinks == (0 if second.line_search_success else 1)
+
+
+def test_non_finite_gamma_is_reported_as_bad_data():
+    model = trained_once()
+    model.rollout_buffer.gamma = math.nan  # past the constructor's check
+    before = all_params(model)
+    with pytest.warns(RuntimeWarning, match="gamma or gae_lambda"):
+        model.learn(32, reset_num_timesteps=False)
+    assert model.last_update.failure_reason == "non_finite_input"
+    assert th.equal(all_params(model), before)
+    assert len(model._line_search_window) == 1  # the first update's; the skipped one is not a line search
+
+
+# --- Arguments -----------------------------------------------------------------------------------------------------
+
+ENV_ID = "HardeningCountingCartPole-v0"
+ENVS_BUILT = []
+
+
+def _counting_cartpole() -> gym.Env:
+    ENVS_BUILT.append(1)
+    return gym.make("CartPole-v1").unwrapped
+
+
+if ENV_ID not in gym.registry:
+    gym.register(ENV_ID, entry_point=_counting_cartpole, max_episode_steps=500)
+
+
+def _finite_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(minimum: int):
+    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+#: What each argument allows, written independently of the code under test
+ALLOWED = {
+    "n_steps": _integer(1),
+    "batch_size": _integer(1),
+    "cg_max_steps": _integer(1),
+    "line_search_max_iter": _integer(1),
+    "sub_sampling_factor": _integer(1),
+    "cg_sub_sampling_factor": _integer(1),
+    "n_critic_updates": _integer(0),
+    "gamma": lambda value: _finite_real(value) and 0 <= value <= 1,
+    "gae_lambda": lambda value: _finite_real(value) and 0 <= value <= 1,
+    "learning_rate": lambda value: _finite_real(value if not callable(value) else value(1.0)) and
+    (value if not callable(value) else value(1.0)) >= 0,
+    "target_kl": lambda value: _finite_real(value) and value > 0,
+    "cg_damping": lambda value: _finite_real(value) and value >= 0,
+    "ent_coef": lambda value: _finite_real(value if not callable(value) else value(1.0)) and
+    (value if not callable(value) else value(1.0)) >= 0,
+    "ent_coef_decay": lambda value: _finite_real(value) and 0 < value <= 1,
+    "line_search_shrinking_factor": lambda value: _finite_real(value) and 0 < value < 1,
+}  # fmt: skip
+WRITABLE = ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_coef", "initial_target_kl", "initial_cg_damping")
+ALLOWED_WRITES = {
+    **{name: ALLOWED[name] for name in ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay")},
+    "min_ent_coef": ALLOWED["cg_damping"],
+    "initial_target_kl": ALLOWED["target_kl"],
+    "initial_cg_damping": ALLOWED["cg_damping"],
+}
+
+ANY_VALUE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-0.5, max_value=1.5),
+    st.integers(min_value=-3, max_value=64),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["64", "0.99", "nan"]),
+    st.sampled_from([lambda progress: 0.01 * progress, lambda _: math.nan, lambda _: -1.0]),
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(name=st.sampled_from(sorted(ALLOWED)), value=ANY_VALUE)
+def test_constructor_refuses_bad_arguments_before_building_anything(name, value):
+    kwargs = dict(n_steps=8, batch_size=8, normalize_advantage=False, policy_kwargs=dict(net_arch=[4]), device="cpu")
+    built = len(ENVS_BUILT)
+    if ALLOWED[name](value):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (a batch_size that does not divide the rollout)
+            TRPOPlus("MlpPolicy", ENV_ID, **{**kwargs, name: value})
+        return
+    with pytest.raises(ValueError, match=rf"{name} must be .+, got"):
+        TRPOPlus("MlpPolicy", ENV_ID, **{**kwargs, name: value})
+    assert len(ENVS_BUILT) == built, "the environment was built before the argument was refused"
+
+
+_MODEL: list[TRPOPlus] = []
+
+
+def _shared_model() -> TRPOPlus:
+    if not _MODEL:
+        _MODEL.append(trained_once(n_steps=16, batch_size=16, ent_coef=0.01))
+    return _MODEL[0]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(name=st.sampled_from(WRITABLE), value=ANY_VALUE)
+def test_writable_settings_are_checked_and_nothing_reaches_the_weights(name, value):
+    model = _shared_model()
+    before = getattr(model, name)
+    if ALLOWED_WRITES[name](value):
+        setattr(model, name, value)
+        assert getattr(model, name) is value
+    else:
+        with pytest.raises(ValueError, match=rf"{name} must be .+, got"):
+            setattr(model, name, value)
+        assert getattr(model, name) is before
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the line-search health warning, extreme but allowed values)
+        model.train()
+    assert th.isfinite(all_params(model)).all()
+    for key in WRITABLE:  # whatever happened, every setting is still usable
+        assert ALLOWED_WRITES[key](getattr(model, key)), key
+
+
+# --- SB3 contracts -------------------------------------------------------------------------------------------------
+
+
+class FlattenBatchNormDropoutExtractor(BaseFeaturesExtractor):
+    """SB3's test extractor (tests/test_train_eval_mode.py): flatten, batch normalization, dropout."""
+
+    def __init__(self, observation_space: gym.Space):
+        super().__init__(observation_space, get_flattened_obs_dim(observation_space))
+        self.flatten = nn.Flatten()
+        self.batch_norm = nn.BatchNorm1d(self._features_dim)
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.dropout(self.batch_norm(self.flatten(observations)))
+
+
+def batch_norm_model(env_id: str) -> TRPOPlus:
+    policy_kwargs = dict(net_arch=[16, 16], features_extractor_class=FlattenBatchNormDropoutExtractor)
+    return TRPOPlus("MlpPolicy", env_id, seed=1, n_steps=64, batch_size=64, n_critic_updates=1, policy_kwargs=policy_kwargs)
+
+
+def batch_norm_stats(model: TRPOPlus) -> tuple[th.Tensor, th.Tensor]:
+    batch_norm = model.policy.features_extractor.batch_norm
+    return batch_norm.bias.detach().clone(), batch_norm.running_mean.clone()
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_batch_norm_follows_sb3_train_eval_contract(env_id):
+    """As SB3 tests A2C and PPO: rollouts and predict in eval mode (no statistic moves), the update in train mode."""
+    model = batch_norm_model(env_id)
+    before = batch_norm_stats(model)
+    _, callback = model._setup_learn(total_timesteps=2 * 64)
+    for _ in range(2):
+        model.collect_rollouts(model.get_env(), callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+    observation = model.get_env().reset()
+    first, _ = model.predict(observation, deterministic=True)
+    for _ in range(3):
+        np.testing.assert_allclose(model.predict(observation, deterministic=True)[0], first)
+    for value_before, value_after in zip(before, batch_norm_stats(model)):
+        assert th.equal(value_before, value_after)
+
+    bias_before, running_mean_before = batch_norm_stats(model)
+    model.learn(total_timesteps=256)
+    bias_after, running_mean_after = batch_norm_stats(model)
+    assert not th.isclose(running_mean_before, running_mean_after).all()
+    assert not th.isclose(bias_before, bias_after).all()  # the actor's accepted steps move the shared extractor
+    # The actor split does not depend on the mode, and leaves the mode as it found it
+    model.policy.set_training_mode(True)
+    in_train_mode = [id(param) for param in model._actor_params()]
+    assert model.policy.training
+    model.policy.set_training_mode(False)
+    assert [id(param) for param in model._actor_params()] == in_train_mode and not model.policy.training
+
+
+def test_sb3_contrib_checkpoint_keeps_its_initial_trust_region(tmp_path):
+    contrib = TRPO("MlpPolicy", "CartPole-v1", target_kl=0.03, cg_damping=0.2, n_steps=64, batch_size=64, seed=0)
+    contrib.save(tmp_path / "contrib")
+    loaded = TRPOPlus.load(tmp_path / "contrib")
+    assert (loaded.target_kl, loaded.cg_damping) == (0.03, 0.2)
+    assert (loaded.initial_target_kl, loaded.initial_cg_damping) == (0.03, 0.2)
+    # The adaptive callback's recovery moves back toward those values, not toward TRPOPlus's defaults
+    loaded.set_logger(Logger(folder=None, output_formats=[]))
+    callback = AdaptiveTrustRegionCallback(ls_fail_threshold=1, min_max_kl=0.001, max_damping=0.5, recovery_window=1)
+    callback.init_callback(loaded)
+    loaded.target_kl = 0.029
+    loaded.last_update = diagnostics(1, None)
+    callback.on_rollout_start()
+    assert loaded.target_kl == 0.03
