@@ -1,5 +1,25 @@
-"""Hardening: bad settings, bad data, interruptions, odd policies and foreign checkpoints never put a non-finite
-number (or a half-step) into the weights, and every refusal names what was wrong."""
+"""
+Hardening (issue 13): bad settings, bad data, interruptions, odd policies and foreign checkpoints never put a
+non-finite number (or a half-step) into the weights, and every refusal names what was wrong.
+
+Each hole of the issue and the test that closes it:
+
+- ``target_kl``/``cg_damping``/entropy settings set to NaN, inf, 0 or < 0 after construction:
+  ``test_bad_setting_refused_on_assignment``, ``test_bad_setting_refused_by_load``,
+  ``test_writable_settings_are_checked_and_nothing_reaches_the_weights`` (hypothesis); a value past the setters is
+  refused where the update uses it: ``test_unusable_value_refused_where_it_is_used``; ``set_parameters`` with NaN:
+  ``test_set_parameters_refuses_non_finite_weights``
+- a callback's rule fed a NaN KL: ``test_callback_rule_fed_a_nan_kl``; what ``AdaptiveTrustRegionCallback`` writes:
+  ``test_adaptive_callback_never_writes_an_unusable_value``
+- an exception or KeyboardInterrupt in the line search: ``test_interrupted_line_search_leaves_no_trial_point``
+- NaN/inf observations or rewards, NaN gamma, reported as bad data and kept away from the trust region:
+  ``test_non_finite_environment_data_is_reported_as_bad_data``, ``test_non_finite_gamma_is_reported_as_bad_data``,
+  ``test_skipped_updates_leave_the_trust_region_alone``
+- arguments refused at construction before the environment is built:
+  ``test_constructor_refuses_bad_arguments_before_building_anything`` (hypothesis)
+- BatchNorm/Dropout features extractors: ``test_batch_norm_follows_sb3_train_eval_contract``
+- initial trust region of an sb3-contrib TRPO checkpoint: ``test_sb3_contrib_checkpoint_keeps_its_initial_trust_region``
+"""
 
 import math
 import warnings
