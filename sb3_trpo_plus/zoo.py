@@ -35,6 +35,8 @@ HYPERPARAMS_PATH = Path(__file__).parent / "hyperparams" / f"{ALGO_NAME}.yml"
 #: on the command line (``-params target_kl:0.01``) still wins.
 KEPT_ON_CONTINUE = ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_coef")
 _PATCHED = "_sb3_trpo_plus_patched"
+#: The global name of ``rl_zoo3.exp_manager`` through which ``hyperparameters_optimization`` calls ``create_study``
+_OPTUNA_GLOBAL = "optuna"
 
 
 def sample_trpo_plus_params(trial: "optuna.Trial", n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:
@@ -163,6 +165,8 @@ def _patch_exp_manager(module: ModuleType) -> None:
       which would overwrite the adapted trust region);
     - ``ent_coef: lin_0.05`` becomes a linear schedule, as ``learning_rate: lin_...`` does (rl_zoo3 converts only
       its own keys).
+
+    With ``-optimize --storage ...``, :func:`_patch_exp_manager_create_study` is applied as well.
     """
     manager_class = module.ExperimentManager
     if getattr(manager_class, _PATCHED, False):
@@ -194,7 +198,52 @@ def _patch_exp_manager(module: ModuleType) -> None:
     manager_class.__init__ = __init__
     manager_class._load_pretrained_agent = _load_pretrained_agent
     manager_class._preprocess_hyperparams = _preprocess_hyperparams
+    _patch_exp_manager_create_study(module)
     setattr(manager_class, _PATCHED, True)
+
+
+def _patch_exp_manager_create_study(module: ModuleType) -> None:
+    """
+    For ``--algo trpo_plus -optimize --storage ...``: the ``optuna.create_study`` that
+    ``ExperimentManager.hyperparameters_optimization`` calls becomes
+    :func:`sb3_trpo_plus.tuning.create_shared_study` (heartbeat and retry of trials whose worker died, exact
+    ``--max-total-trials``; see ``docs/tuning.md``). rl_zoo3 passes the storage URL to ``optuna.create_study`` and has no
+    option for a heartbeat, so while that method runs, the module's global name ``optuna`` is a stand-in for the
+    ``optuna`` module with that one function replaced. Other algorithms, and runs without ``--storage``, go through
+    unchanged.
+    """
+    manager_class = module.ExperimentManager
+    original_optimization = manager_class.hyperparameters_optimization
+    real_optuna = getattr(module, _OPTUNA_GLOBAL)
+
+    @functools.wraps(original_optimization)
+    def hyperparameters_optimization(self: Any) -> Any:
+        if self.algo != ALGO_NAME or self.storage is None:
+            return original_optimization(self)
+        setattr(module, _OPTUNA_GLOBAL, _OptunaCreatingSharedStudies(real_optuna, self.max_total_trials))
+        try:
+            return original_optimization(self)
+        finally:
+            setattr(module, _OPTUNA_GLOBAL, real_optuna)
+
+    manager_class.hyperparameters_optimization = hyperparameters_optimization
+
+
+class _OptunaCreatingSharedStudies(ModuleType):
+    """The ``optuna`` module as ``rl_zoo3.exp_manager`` sees it during a trpo_plus study: ``create_study`` is ours."""
+
+    def __init__(self, real_optuna: ModuleType, max_total_trials: int | None) -> None:
+        super().__init__(real_optuna.__name__, real_optuna.__doc__)
+        self._real_optuna = real_optuna
+        self._max_total_trials = max_total_trials
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real_optuna, name)
+
+    def create_study(self, **kwargs: Any) -> "optuna.Study":
+        from sb3_trpo_plus.tuning import create_shared_study
+
+        return create_shared_study(max_total_trials=self._max_total_trials, **kwargs)
 
 
 def _ent_coef_schedule(hyperparams: dict[str, Any]) -> dict[str, Any]:
