@@ -143,6 +143,7 @@ def _acting_on_finite_observations(policy: BasePolicy) -> Iterator[None]:
     :param policy: the policy collecting the rollout
     """
     original_forward = policy.forward
+    patched_already = "forward" in policy.__dict__  # (a forward set on the instance is put back as it was)
 
     def forward(obs: PyTorchObs, *args: Any, **kwargs: Any) -> Any:
         return original_forward(_finite_or_zero(obs), *args, **kwargs)
@@ -151,7 +152,10 @@ def _acting_on_finite_observations(policy: BasePolicy) -> Iterator[None]:
     try:
         yield
     finally:
-        del policy.forward
+        if patched_already:
+            policy.forward = original_forward  # type: ignore[method-assign]
+        else:
+            del policy.forward
 
 
 @contextlib.contextmanager
