@@ -181,7 +181,7 @@ def create_database(server_url: str, name: str) -> str:
 
 
 def test_postgresql_study_shared_by_workers_survives_a_killed_worker(tmp_path, postgres_url):
-    storage, study_name, max_total, n_workers = create_database(postgres_url, "shared"), "cartpole", 8, 3
+    storage, study_name, max_total, n_workers = create_database(postgres_url, "shared"), "cartpole", 6, 3
     # The study first, so that the test can watch it from the start
     optuna.create_study(storage=storage, study_name=study_name, direction="maximize")
     host = socket.gethostname()
