@@ -301,6 +301,90 @@ def limits_text(env: dict[str, Any]) -> list[str]:
     return [text, ""]
 
 
+# --- MinAtar: five games, normalized ----------------------------------------------------------------------------
+
+MINATAR_GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
+#: Seeds of the MinAtar comparison: seed 0 chose the TRPOPlus entry's values (docs/zoo.md), so it is not reported
+MINATAR_SEEDS = [1, 2, 3]
+
+
+def minatar_section(results_dir: Path) -> list[str]:
+    """Per game and aggregated over the five games: TRPOPlus against PPO, normalized by random = 0 and PPO = 1."""
+    runs = load_learning(results_dir)
+    random_scores = (_read(results_dir / "minatar_random.json") or {}).get("games", {})
+    lines = [
+        "## 5. MinAtar: five games",
+        "",
+        f"TRPOPlus (one entry for all five games, `hyperparams/trpo_plus.yml`) against PPO (one fixed configuration, "
+        f"`benchmarks/hyperparams.yml`), 2M steps, seeds {', '.join(map(str, MINATAR_SEEDS))} (seed 0 chose the "
+        "TRPOPlus entry's values and is left out). Score of a run: its final evaluation, as in section 3. Normalized "
+        "score: `(score - random) / (PPO - random)`, with *random* the uniformly random policy's mean return "
+        "(`python -m benchmarks.minatar_random`, 100 episodes) and *PPO* PPO's mean score on the game over the same "
+        "seeds: PPO = 1 by construction. Aggregate: IQM and mean of the normalized scores of all runs of all games, "
+        f"95% stratified-bootstrap intervals (rliable, {BOOTSTRAP_REPS:,} resamples, seed {BOOTSTRAP_SEED}).",
+        "",
+        "Command (resumable): `python -m benchmarks.learning --algos trpo_plus ppo --envs MinAtar/Asterix-v1 "
+        "MinAtar/Breakout-v1 MinAtar/Freeway-v1 MinAtar/Seaquest-v1 MinAtar/SpaceInvaders-v1 --seeds 1 2 3 --jobs 2 "
+        "--threads 1`, then `python -m benchmarks.minatar_random` and `python -m benchmarks.report`.",
+        "",
+        "| game | random | TRPOPlus IQM [95% CI] | PPO IQM [95% CI] | TRPOPlus normalized (mean) | TRPOPlus below PPO's "
+        "interval | seeds (TRPOPlus / PPO) |",
+        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    normalized: dict[str, list[list[float]]] = {"trpo_plus": [], "ppo": []}
+    complete = []
+    for game in MINATAR_GAMES:
+        env_id = f"MinAtar/{game}-v1"
+        by_algo = {
+            algo: {r["seed"]: r["final"]["mean"] for r in runs.get(env_id, {}).get(algo, []) if r["seed"] in MINATAR_SEEDS}
+            for algo in normalized
+        }
+        counts = f"{len(by_algo['trpo_plus'])} / {len(by_algo['ppo'])}"
+        random_score = random_scores.get(env_id, {}).get("mean")
+        if not all(by_algo.values()) or random_score is None:
+            shown = "n/a" if random_score is None else f"{random_score:.2f}"
+            lines.append(f"| {game} | {shown} | not run yet | not run yet | | | {counts} |")
+            continue
+        scores = {algo: np.array(list(values.values())) for algo, values in by_algo.items()}
+        estimates = interval_estimates(scores)
+        ppo_mean = float(np.mean(scores["ppo"]))
+        scale = ppo_mean - random_score
+        game_normalized = {algo: (values - random_score) / scale for algo, values in scores.items()}
+        below = estimates["trpo_plus"]["iqm"][0] < estimates["ppo"]["iqm"][1]
+        lines.append(
+            f"| {game} | {random_score:.2f} | {_interval(estimates['trpo_plus']['iqm'])} | "
+            f"{_interval(estimates['ppo']['iqm'])} "
+            f"| {float(np.mean(game_normalized['trpo_plus'])):.2f} | {'**yes**' if below else 'no'} | {counts} |"
+        )
+        full = all(len(values) == len(MINATAR_SEEDS) for values in by_algo.values())
+        if full:
+            complete.append(game)
+            for algo in normalized:
+                normalized[algo].append([float(by_algo[algo][seed] - random_score) / scale for seed in MINATAR_SEEDS])
+    lines.append("")
+    if len(complete) < 2:
+        return [*lines, f"Aggregate: not yet ({len(complete)} game(s) with every seed of both algorithms).", ""]
+    matrices = {algo: np.array(values).T for algo, values in normalized.items()}  # (seeds, games)
+    estimates = interval_estimates(matrices)
+    games_text = (
+        "all five games" if len(complete) == len(MINATAR_GAMES) else f"{len(complete)} of 5 games ({', '.join(complete)})"
+    )
+    lines += [
+        f"Aggregate over {games_text}, normalized scores:",
+        "",
+        "| algorithm | IQM [95% CI] | mean [95% CI] |",
+        "| --- | ---: | ---: |",
+    ]
+    for algo in normalized:
+        iqm, mean = estimates[algo]["iqm"], estimates[algo]["mean"]
+        lines.append(
+            f"| {ALGO_LABELS[algo]} | {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}] | "
+            f"{mean[0]:.2f} [{mean[1]:.2f}, {mean[2]:.2f}] |"
+        )
+    lines.append("")
+    return lines
+
+
 # --- learning ----------------------------------------------------------------------------------------------------
 
 
@@ -317,14 +401,18 @@ def load_learning(results_dir: Path) -> dict[str, dict[str, list[dict[str, Any]]
 
 
 def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """Per algorithm: mean and IQM of the scores (one per seed) with 95% stratified-bootstrap intervals (rliable)."""
+    """
+    Per algorithm: mean and IQM of the scores with 95% stratified-bootstrap intervals (rliable). ``scores[algo]``:
+    one score per seed, or a ``(seeds, tasks)`` matrix aggregated over all its entries.
+    """
     from rliable import library as rly
     from rliable import metrics
 
     def aggregates(x: np.ndarray) -> np.ndarray:
         return np.array([metrics.aggregate_mean(x), metrics.aggregate_iqm(x)])
 
-    score_dict = {algo: values.reshape(-1, 1) for algo, values in scores.items()}
+    # one row per run, one column per task (a single task: a column of seeds)
+    score_dict = {algo: values.reshape(len(values), -1) for algo, values in scores.items()}
     # rliable's StratifiedBootstrap draws its resamples from NumPy's global generator (np.random.choice), whatever
     # random_state says: seed that generator for the call, then give the caller back its state
     global_state = np.random.get_state()
@@ -665,6 +753,10 @@ def main(argv: list[str] | None = None) -> str:
         "    LunarLander-v3 Pendulum-v1 MinAtar/Breakout-v1 --seeds 0 1 2 3 4 --jobs 2 --threads 1",
         "python -m benchmarks.breakout --algo trpo_plus --budget 1e6 --seed 0   # and --algo ppo; --resume continues",
         "# a variant of the entry: --params key:value ... --results-dir benchmarks/results/breakout_variants/NAME",
+        "# MinAtar, five games (section 5), and the random policy's scores that normalize them",
+        "python -m benchmarks.learning --algos trpo_plus ppo --envs MinAtar/Asterix-v1 MinAtar/Breakout-v1 \\",
+        "    MinAtar/Freeway-v1 MinAtar/Seaquest-v1 MinAtar/SpaceInvaders-v1 --seeds 1 2 3 --jobs 2 --threads 1",
+        "python -m benchmarks.minatar_random --episodes 100",
         "python -m benchmarks.report",
         "```",
         "",
@@ -673,6 +765,7 @@ def main(argv: list[str] | None = None) -> str:
     lines += throughput_section(results_dir)
     lines += learning_section(results_dir, images_dir, docs_dir)
     lines += breakout_section(results_dir, images_dir, docs_dir)
+    lines += minatar_section(results_dir)
     text = "\n".join(lines).rstrip() + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -849,7 +849,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                 observations=rollout_data.observations.contiguous(memory_format=th.channels_last)
             )
         with _images_normalized_once(self.policy, rollout_data.observations) as observations:
-            rollout_data = rollout_data._replace(observations=observations)
+            rollout_data = rollout_data._replace(observations=observations)  # type: ignore[arg-type]  # (dict: Dict buffer)
             # Actor: one trust-region step
             actor_params = self._actor_params(rollout_data.observations)
             diagnostics, features = self._update_policy(rollout_data, ent_coef, actor_params)

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("rl_zoo3")
@@ -157,3 +158,33 @@ def test_breakout_record_differences_from_entry():
     assert report.differences_from_entry(record) == (
         f"extra_key: 1 (entry: null); n_steps: {entry['n_steps'] * 2} (entry: {entry['n_steps']})"
     )
+
+
+def test_minatar_aggregate(tmp_path):
+    # Normalized by random = 0 and PPO = 1: PPO's mean is 1 by construction, a TRPOPlus twice as far above random is 2,
+    # and a game where TRPOPlus falls below PPO's interval is flagged
+    from benchmarks.report import MINATAR_GAMES, MINATAR_SEEDS, minatar_section
+
+    random_scores = {f"MinAtar/{game}-v1": {"mean": 1.0} for game in MINATAR_GAMES}
+    (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
+    for game in MINATAR_GAMES:
+        env_id = f"MinAtar/{game}-v1"
+        for seed in [0, *MINATAR_SEEDS]:  # seed 0 chose the entry: left out
+            ppo = 10.0 + seed
+            plus = 1.0 + 2.0 * (ppo - 1.0) if game != "Freeway" else 0.0
+            for algo, score in (("ppo", ppo), ("trpo_plus", plus if seed else 1000.0)):
+                path = tmp_path / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": score}}))
+    text = "\n".join(minatar_section(tmp_path))
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert "**yes**" in rows["Freeway"] and "**yes**" not in rows["Breakout"]
+    assert "| 2.00 |" in rows["Breakout"]  # TRPOPlus's normalized mean on a game
+    ppo_row, plus_row = rows["PPO"], rows["TRPOPlus"]
+    assert ppo_row.split(" | ")[2].startswith("1.00 ")  # PPO's mean normalized score
+    # four games at 2.0 and Freeway at (0 - 1) / (PPO - 1) < 0: the mean of the 15 runs
+    freeway = [(0.0 - 1.0) / (np.mean([10.0 + s for s in MINATAR_SEEDS]) - 1.0)] * len(MINATAR_SEEDS)
+    expected_mean = np.mean(
+        [2.0 * (10.0 + s - 1.0) / (np.mean([10.0 + t for t in MINATAR_SEEDS]) - 1.0) for s in MINATAR_SEEDS] * 4 + freeway
+    )
+    assert plus_row.split(" | ")[2].startswith(f"{expected_mean:.2f} ")

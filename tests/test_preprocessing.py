@@ -47,7 +47,9 @@ def test_images_normalized_once_is_exact(share_features_extractor: bool, monkeyp
 
 def test_images_normalized_once_restores_on_error() -> None:
     env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
-    model = TRPOPlus("CnnPolicy", env, n_steps=16, batch_size=16, policy_kwargs=dict(features_extractor_kwargs=dict(features_dim=8)))
+    model = TRPOPlus(
+        "CnnPolicy", env, n_steps=16, batch_size=16, policy_kwargs=dict(features_extractor_kwargs=dict(features_dim=8))
+    )
     observations = th.zeros((2, 1, 36, 36), dtype=th.uint8)
     with pytest.raises(RuntimeError), trpo_plus_module._images_normalized_once(model.policy, observations) as scaled:
         assert scaled.dtype == th.float32
