@@ -32,19 +32,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from sb3_trpo_plus.diagnostics import UpdateDiagnostics
+from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, kl_scale
+from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
 from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
-from sb3_trpo_plus.trust_region import (
-    FisherVectorProduct,
-    JvpFn,
-    actor_critic_jvp,
-    assign_params,
-    detach_distribution,
-    distribution_tensors,
-    flatten_params,
-    functional_jvp,
-    kl_per_sample,
-    kl_scale,
-)
+from sb3_trpo_plus.policy_jvp import JvpFn, actor_critic_jvp, functional_jvp
+from sb3_trpo_plus.trust_region import FisherVectorProduct
 
 SelfTRPOPlus = TypeVar("SelfTRPOPlus", bound="TRPOPlus")
 
@@ -632,10 +624,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         objective, entropy = self._objective(distribution, actions, old_log_prob, advantages, ent_coef)
         # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
         keep_graph = self.cg_sub_sampling_factor == 1
-        grads = th.autograd.grad(objective, actor_params, retain_graph=keep_graph, allow_unused=True)
-        gradient = th.cat(
-            [(grad if grad is not None else th.zeros_like(param)).reshape(-1) for grad, param in zip(grads, actor_params)]
-        )
+        gradient = flat_grad(objective, actor_params, retain_graph=keep_graph)
         old_objective, old_entropy = objective.item(), entropy.item()
         if not bool(th.isfinite(gradient).all()):
             return failed("non_finite_gradient", old_objective, old_entropy), final_features

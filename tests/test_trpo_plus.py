@@ -23,8 +23,9 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 
 from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus.distributions import detach_distribution, kl_per_sample
+from sb3_trpo_plus.parameters import flatten_params
 from sb3_trpo_plus.trpo_plus import decayed_ent_coef
-from sb3_trpo_plus.trust_region import detach_distribution, flatten_params, kl_per_sample
 
 SMALL = dict(n_steps=64, batch_size=32, n_critic_updates=2, policy_kwargs=dict(net_arch=[16]))
 

@@ -12,15 +12,10 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch.func import functional_call
 from torch.nn.utils import parameters_to_vector
 
-from sb3_trpo_plus.trust_region import (
-    FisherVectorProduct,
-    actor_critic_jvp,
-    detach_distribution,
-    distribution_tensors,
-    functional_jvp,
-    kl_per_sample,
-    unflatten_like,
-)
+from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample
+from sb3_trpo_plus.parameters import unflatten_like
+from sb3_trpo_plus.policy_jvp import actor_critic_jvp, functional_jvp
+from sb3_trpo_plus.trust_region import FisherVectorProduct
 
 ACTION_SPACES = {
     "categorical": (gym.spaces.Discrete(3), {}),
@@ -183,3 +178,24 @@ def test_fast_path_on_nature_cnn_matches_torch_func():
     reference = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), 0.0)
     expected = reference(vector)
     assert (fast(vector) - expected).norm() <= 1e-4 * expected.norm()
+
+
+def test_distribution_rules_cover_every_sb3_distribution():
+    # One entry per SB3 action distribution: a distribution SB3 adds must get its entry here
+    import stable_baselines3.common.distributions as sb3_distributions
+
+    from sb3_trpo_plus.distributions import DISTRIBUTION_RULES
+
+    base = sb3_distributions.Distribution
+    sb3_classes = {cls for cls in vars(sb3_distributions).values() if isinstance(cls, type) and issubclass(cls, base)}
+    assert sb3_classes - {base} == set(DISTRIBUTION_RULES)
+
+
+def test_moved_names_are_deprecated_aliases():
+    from sb3_trpo_plus import distributions, parameters, policy_jvp, trust_region
+
+    for name, module in (("kl_per_sample", distributions), ("flatten_params", parameters), ("functional_jvp", policy_jvp)):
+        with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{name}"):
+            assert getattr(trust_region, name) is getattr(module, name)
+    with pytest.raises(AttributeError):
+        trust_region.no_such_name  # noqa: B018
