@@ -186,14 +186,10 @@ class AdaptiveTrustRegionCallback(BaseCallback):
         :param target_kl: the new radius
         :param cg_damping: the new damping
         """
-        target_kl = _check_real("target_kl", target_kl)
-        cg_damping = _check_real("cg_damping", cg_damping)
-        if target_kl <= 0.0 or cg_damping < 0.0:
-            raise ValueError(
-                f"{type(self).__name__} computed target_kl={target_kl!r}, cg_damping={cg_damping!r}: "
-                "target_kl must be > 0 and cg_damping >= 0; the model was left unchanged"
-            )
-        self.model.target_kl, self.model.cg_damping = target_kl, cg_damping
+        try:
+            self.model.set_trust_region(target_kl, cg_damping)
+        except ValueError as error:
+            raise ValueError(f"{type(self).__name__} computed {error}; the model was left unchanged") from error
 
     def _shrink(self) -> None:
         old_target_kl, old_cg_damping = self.model.target_kl, self.model.cg_damping

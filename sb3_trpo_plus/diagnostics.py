@@ -60,3 +60,60 @@ class UpdateDiagnostics:
     def is_full_step(self) -> bool:
         """True when the full natural-gradient step was accepted at the first try."""
         return self.line_search_success and math.isclose(self.step_fraction, 1.0)
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """
+    The settings one policy update uses, read once at its start; :meth:`record` is the one place that builds its
+    :class:`UpdateDiagnostics`.
+
+    :param n_updates: the number of the update (1 for the first)
+    :param ent_coef: its entropy coefficient (schedule, decay and floor applied)
+    :param target_kl: its trust-region radius
+    :param cg_damping: its conjugate-gradient damping
+    """
+
+    n_updates: int
+    ent_coef: float
+    target_kl: float
+    cg_damping: float
+
+    def record(
+        self,
+        *,
+        failure_reason: str | None = None,
+        line_search_iters: int = 0,
+        step_fraction: float = 0.0,
+        kl: float = math.nan,
+        policy_objective: float = math.nan,
+        improvement: float = 0.0,
+        entropy: float = math.nan,
+    ) -> UpdateDiagnostics:
+        """
+        The diagnostics of the update: a success when ``failure_reason`` is ``None``, else a failure, whose KL is NaN
+        and whose step and improvement are 0 whatever is passed.
+
+        :param failure_reason: see :class:`UpdateDiagnostics`
+        :param line_search_iters: candidate steps evaluated
+        :param step_fraction: accepted step length / full step length
+        :param kl: ``KL(old || new)`` of the accepted step
+        :param policy_objective: the objective after the update (the old one on failure, NaN if never computed)
+        :param improvement: new minus old objective
+        :param entropy: mean entropy on the batch before the update (NaN if never computed)
+        """
+        success = failure_reason is None
+        return UpdateDiagnostics(
+            n_updates=self.n_updates,
+            line_search_success=success,
+            line_search_iters=line_search_iters,
+            step_fraction=step_fraction if success else 0.0,
+            kl=kl if success else math.nan,
+            policy_objective=policy_objective,
+            improvement=improvement if success else 0.0,
+            entropy=entropy,
+            ent_coef=self.ent_coef,
+            target_kl=self.target_kl,
+            cg_damping=self.cg_damping,
+            failure_reason=failure_reason,
+        )

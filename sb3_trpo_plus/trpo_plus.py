@@ -6,6 +6,7 @@ import pathlib
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeGuard, TypeVar
 
 import numpy as np
@@ -31,7 +32,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
-from sb3_trpo_plus.diagnostics import UpdateDiagnostics
+from sb3_trpo_plus.diagnostics import UpdateDiagnostics, UpdateSettings
 from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, kl_scale
 from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
 from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
@@ -51,6 +52,31 @@ def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
     if isinstance(obs, dict):
         return {key: value[index] for key, value in obs.items()}
     return obs[index]
+
+
+@dataclass
+class _PolicyBatch:
+    """
+    The batch of one policy update.
+
+    :param obs: observations
+    :param actions: actions taken
+    :param old_log_prob: their log-probabilities under the policy that collected them
+    :param advantages: their advantages (normalized if asked)
+    :param features: the shared features of the whole rollout at the actor's current parameters, when the update
+        computed them anyway (shared features extractor, no ``sub_sampling_factor``): the critic update reuses them
+    """
+
+    obs: PyTorchObs
+    actions: th.Tensor
+    old_log_prob: th.Tensor
+    advantages: th.Tensor
+    features: th.Tensor | None = None
+
+    def is_finite(self) -> bool:
+        return (
+            _all_finite(self.obs) and bool(th.isfinite(self.advantages).all()) and bool(th.isfinite(self.old_log_prob).all())
+        )
 
 
 def _is_standard_shared_actor_critic(policy: BasePolicy) -> TypeGuard[ActorCriticPolicy]:
@@ -471,6 +497,28 @@ class TRPOPlus(OnPolicyAlgorithm):
         """The entropy coefficient used by the latest update (the initial one before the first update)."""
         return self._current_ent_coef
 
+    def _next_ent_coef(self) -> float:
+        """
+        The entropy coefficient of the next update, the one place it is computed: ``ent_coef`` (its schedule at the
+        current progress) times ``ent_coef_decay ** n_updates``, floored at ``min_ent_coef`` (NaN stays NaN, so that
+        the update refuses it).
+        """
+        return decayed_ent_coef(
+            self.ent_coef_schedule(self._current_progress_remaining), self.ent_coef_decay, self.min_ent_coef, self._n_updates
+        )
+
+    def set_trust_region(self, target_kl: float, cg_damping: float) -> None:
+        """
+        Set the trust region of the next updates: both values, or neither (a ``ValueError`` naming the first unusable
+        one is raised before anything is written). The way callbacks adapt it (``AdaptiveTrustRegionCallback``).
+
+        :param target_kl: the new radius, a finite number > 0
+        :param cg_damping: the new damping, a finite number >= 0
+        """
+        _check_setting("target_kl", target_kl)
+        _check_setting("cg_damping", cg_damping)
+        self.target_kl, self.cg_damping = target_kl, cg_damping
+
     @classmethod
     def load(
         cls: type[SelfTRPOPlus],
@@ -533,7 +581,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         with _acting_on_finite_observations(self.policy):
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
-    def _policy_batch(self, rollout_data: RolloutBufferSamples) -> tuple[PyTorchObs, th.Tensor, th.Tensor, th.Tensor]:
+    def _policy_batch(self, rollout_data: RolloutBufferSamples) -> _PolicyBatch:
         """The whole rollout (optionally sub-sampled) as observations, actions, old log-probs and advantages."""
         index = slice(None, None, self.sub_sampling_factor)
         actions = rollout_data.actions[index]
@@ -543,7 +591,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         advantages = rollout_data.advantages[index]
         if self.normalize_advantage:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        return _index_obs(rollout_data.observations, index), actions, rollout_data.old_log_prob[index], advantages
+        return _PolicyBatch(
+            _index_obs(rollout_data.observations, index), actions, rollout_data.old_log_prob[index], advantages
+        )
 
     def _entropy(self, distribution: Distribution, log_prob: th.Tensor) -> th.Tensor:
         entropy = distribution.entropy()
@@ -552,122 +602,128 @@ class TRPOPlus(OnPolicyAlgorithm):
             return -log_prob.mean()
         return entropy.mean()
 
-    def _objective(
-        self,
-        distribution: Distribution,
-        actions: th.Tensor,
-        old_log_prob: th.Tensor,
-        advantages: th.Tensor,
-        ent_coef: float,
-    ) -> tuple[th.Tensor, th.Tensor]:
+    def _objective(self, distribution: Distribution, batch: _PolicyBatch, ent_coef: float) -> tuple[th.Tensor, th.Tensor]:
         """The objective ``L = mean(ratio * advantage) + ent_coef * mean(entropy)`` and the mean entropy."""
-        log_prob = distribution.log_prob(actions)
+        log_prob = distribution.log_prob(batch.actions)
         # ratio between old and new policy, should be one at the first iteration
-        ratio = th.exp(log_prob - old_log_prob)
+        ratio = th.exp(log_prob - batch.old_log_prob)
         entropy = self._entropy(distribution, log_prob)
-        return (advantages * ratio).mean() + ent_coef * entropy, entropy
+        return (batch.advantages * ratio).mean() + ent_coef * entropy, entropy
 
-    def _distribution(self, obs: PyTorchObs) -> tuple[Distribution, th.Tensor | None]:
+    def _distribution(self, batch: _PolicyBatch) -> Distribution:
         """
-        The policy's distribution on ``obs`` and, for SB3's actor-critic policies with a shared features extractor,
-        the shared features (which the critic update reuses instead of running the extractor again).
+        The policy's distribution on the batch. For SB3's actor-critic policies with a shared features extractor, the
+        shared features of the whole rollout are kept on ``batch.features`` (the critic update reuses them instead of
+        running the extractor again).
         """
         policy = self.policy
         if _is_standard_shared_actor_critic(policy):
             # Same computation as ActorCriticPolicy.get_distribution, keeping the features
-            features = policy.extract_features(obs)
+            features = policy.extract_features(batch.obs)
+            if self.sub_sampling_factor == 1:
+                batch.features = features.detach()  # type: ignore[union-attr]
             latent_pi = policy.mlp_extractor.forward_actor(features)  # type: ignore[arg-type]
-            return policy._get_action_dist_from_latent(latent_pi), features  # type: ignore[return-value]
-        return policy.get_distribution(obs), None
+            return policy._get_action_dist_from_latent(latent_pi)
+        return policy.get_distribution(batch.obs)
 
     def _jvp_fn(self, obs: PyTorchObs, actor_params: list[nn.Parameter]) -> JvpFn:
         # Hand-written tangent rules for SB3's standard actor-critic policies, torch.func for anything else
         return actor_critic_jvp(self.policy, obs, actor_params) or functional_jvp(self.policy, obs, actor_params)
 
-    def _update_policy(
-        self, rollout_data: RolloutBufferSamples, ent_coef: float, actor_params: list[nn.Parameter]
-    ) -> tuple[UpdateDiagnostics, th.Tensor | None]:
-        """
-        One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * mean(entropy)``:
-        gradient, conjugate gradient with the Fisher-vector product, backtracking line search on the same ``L``.
-
-        :return: the diagnostics, and the shared features of the whole rollout at the final parameters when they
-            were computed anyway (shared features extractor, no ``sub_sampling_factor``), else ``None``
-        """
-        target_kl, cg_damping = self.target_kl, self.cg_damping
-
-        def failed(reason: str, objective: float, entropy: float, iters: int = 0) -> UpdateDiagnostics:
-            return UpdateDiagnostics(
-                n_updates=self._n_updates + 1,
-                line_search_success=False,
-                line_search_iters=iters,
-                step_fraction=0.0,
-                kl=float("nan"),
-                policy_objective=objective,
-                improvement=0.0,
-                entropy=entropy,
-                ent_coef=ent_coef,
-                target_kl=target_kl,
-                cg_damping=cg_damping,
-                failure_reason=reason,
-            )
-
-        obs, actions, old_log_prob, advantages = self._policy_batch(rollout_data)
-        if not (_all_finite(obs) and bool(th.isfinite(advantages).all()) and bool(th.isfinite(old_log_prob).all())):
-            return failed("non_finite_input", float("nan"), float("nan")), None
-
-        # Surrogate policy objective (with the entropy bonus) and its gradient
-        distribution, features = self._distribution(obs)
-        # Features of the whole rollout at the current parameters, for the critic (None if it cannot reuse them)
-        final_features = features.detach() if features is not None and self.sub_sampling_factor == 1 else None
-        old_distribution = detach_distribution(distribution)
-        objective, entropy = self._objective(distribution, actions, old_log_prob, advantages, ent_coef)
-        # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
-        keep_graph = self.cg_sub_sampling_factor == 1
-        gradient = flat_grad(objective, actor_params, retain_graph=keep_graph)
-        old_objective, old_entropy = objective.item(), entropy.item()
-        if not bool(th.isfinite(gradient).all()):
-            return failed("non_finite_gradient", old_objective, old_entropy), final_features
-
-        # Fisher-vector product (F + damping * I) v, on a sub-sample of the batch if asked
+    def _fisher_vector_product(
+        self, batch: _PolicyBatch, distribution: Distribution, actor_params: list[nn.Parameter], cg_damping: float
+    ) -> FisherVectorProduct:
+        """``v -> (F + cg_damping * I) v`` on the batch, or on a sub-sample of it (``cg_sub_sampling_factor``)."""
         if self.cg_sub_sampling_factor > 1:
-            fvp_obs = _index_obs(obs, slice(None, None, self.cg_sub_sampling_factor))
-            fvp_distribution = self.policy.get_distribution(fvp_obs)
+            obs = _index_obs(batch.obs, slice(None, None, self.cg_sub_sampling_factor))
+            distribution = self.policy.get_distribution(obs)
         else:
-            fvp_obs, fvp_distribution = obs, distribution
+            obs = batch.obs
         # (F is the Hessian of the KL that the line search bounds: joint, or averaged over action dimensions)
-        fisher_vector_product = FisherVectorProduct(
-            fvp_distribution,
+        return FisherVectorProduct(
+            distribution,
             actor_params,
-            self._jvp_fn(fvp_obs, actor_params),
+            self._jvp_fn(obs, actor_params),
             cg_damping,
-            scale=kl_scale(fvp_distribution, self.joint_kl),
+            scale=kl_scale(distribution, self.joint_kl),
         )
 
-        # Conjugate gradient: search direction s = (F + damping * I)^-1 g
+    def _update_policy(
+        self, batch: _PolicyBatch, update: UpdateSettings, actor_params: list[nn.Parameter]
+    ) -> UpdateDiagnostics:
+        """
+        One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * mean(entropy)``: gradient,
+        natural-gradient direction (conjugate gradient with the Fisher-vector product), full step, backtracking line
+        search on the same ``L``. Every stage that cannot go on ends the update with its failure reason.
+
+        :param batch: the policy batch (``batch.features`` is set to the shared features at the final parameters when
+            they are computed anyway)
+        :param update: the settings of this update
+        :param actor_params: the parameters the action distribution depends on
+        :return: the diagnostics
+        """
+        if not batch.is_finite():
+            return update.record(failure_reason="non_finite_input")
+
+        # 1. Gradient g of the surrogate objective (with the entropy bonus)
+        distribution = self._distribution(batch)
+        old_distribution = detach_distribution(distribution)
+        objective, entropy = self._objective(distribution, batch, update.ent_coef)
+        # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
+        gradient = flat_grad(objective, actor_params, retain_graph=self.cg_sub_sampling_factor == 1)
+        old_objective, old_entropy = objective.item(), entropy.item()
+        if not bool(th.isfinite(gradient).all()):
+            return update.record(failure_reason="non_finite_gradient", policy_objective=old_objective, entropy=old_entropy)
+
+        # 2. Direction s = (F + damping * I)^-1 g, by conjugate gradient with the Fisher-vector product
+        fisher_vector_product = self._fisher_vector_product(batch, distribution, actor_params, update.cg_damping)
         search_direction = conjugate_gradient_solver(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
         if not bool(th.isfinite(search_direction).all()):
-            return failed("non_finite_direction", old_objective, old_entropy), final_features
-        # Largest step along s with quadratic KL model 0.5 * beta^2 * s^T F s = target_kl
+            return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
+
+        # 3. Full step: the largest step along s whose quadratic KL model 0.5 * beta^2 * s^T F s is target_kl
         curvature = th.dot(search_direction, fisher_vector_product(search_direction, retain_graph=False)).item()
         if not (np.isfinite(curvature) and curvature > 0.0):
-            return failed("non_positive_curvature", old_objective, old_entropy), final_features
-        full_step = np.sqrt(2.0 * target_kl / curvature) * search_direction
+            return update.record(failure_reason="non_positive_curvature", policy_objective=old_objective, entropy=old_entropy)
+        full_step = np.sqrt(2.0 * update.target_kl / curvature) * search_direction
         if not bool(th.isfinite(full_step).all()):
-            return failed("non_finite_direction", old_objective, old_entropy), final_features
+            return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
         # free the graphs before the line search
-        del fisher_vector_product, fvp_distribution, distribution, objective, features
+        del fisher_vector_product, distribution, objective
 
-        # Line search (backtracking) on the same objective L, under the KL constraint
+        # 4. Line search (backtracking) on the same objective L, under the KL constraint
+        return self._line_search(
+            batch, update, actor_params, old_distribution, full_step, policy_objective=old_objective, entropy=old_entropy
+        )
+
+    def _line_search(
+        self,
+        batch: _PolicyBatch,
+        update: UpdateSettings,
+        actor_params: list[nn.Parameter],
+        old_distribution: Distribution,
+        full_step: th.Tensor,
+        policy_objective: float,
+        entropy: float,
+    ) -> UpdateDiagnostics:
+        """
+        Try ``theta + shrinking_factor^i * full_step`` for ``i = 0, 1, ...``; accept the first candidate that improves
+        the objective and keeps ``KL(old || new) <= target_kl``. Without one, and on any exception or interruption, the
+        actor's parameters are the old ones, exactly, never a trial point.
+
+        :param policy_objective: the objective at the old parameters
+        :param entropy: the mean entropy at the old parameters
+        """
         original_params = flatten_params(actor_params)
+        features_at_start = batch.features
         step_fraction = 1.0
         accepted = False
         try:
             with th.no_grad():
                 for iteration in range(1, self.line_search_max_iter + 1):
                     assign_params(actor_params, original_params + step_fraction * full_step)
-                    new_distribution, new_features = self._distribution(obs)
-                    new_objective, _ = self._objective(new_distribution, actions, old_log_prob, advantages, ent_coef)
+                    new_distribution = self._distribution(batch)
+                    new_objective, _ = self._objective(new_distribution, batch, update.ent_coef)
                     # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
                     kl = kl_per_sample(old_distribution, new_distribution, self.joint_kl).mean().clamp(min=0.0)
                     new_objective_value, kl_value = new_objective.item(), kl.item()
@@ -675,32 +731,30 @@ class TRPOPlus(OnPolicyAlgorithm):
                     if (
                         np.isfinite(new_objective_value)
                         and np.isfinite(kl_value)
-                        and new_objective_value > old_objective
-                        and kl_value <= target_kl
+                        and new_objective_value > policy_objective
+                        and kl_value <= update.target_kl
                     ):
                         accepted = True
-                        if final_features is not None:
-                            final_features = new_features
-                        return UpdateDiagnostics(
-                            n_updates=self._n_updates + 1,
-                            line_search_success=True,
+                        return update.record(
                             line_search_iters=iteration,
                             step_fraction=step_fraction,
                             kl=kl_value,
                             policy_objective=new_objective_value,
-                            improvement=new_objective_value - old_objective,
-                            entropy=old_entropy,
-                            ent_coef=ent_coef,
-                            target_kl=target_kl,
-                            cg_damping=cg_damping,
-                        ), final_features
+                            improvement=new_objective_value - policy_objective,
+                            entropy=entropy,
+                        )
                     step_fraction *= self.line_search_shrinking_factor
         finally:
             if not accepted:
-                # No acceptable step, an exception or an interruption (KeyboardInterrupt) in the middle of the search:
-                # the old parameters, exactly, never a trial point
+                # the old parameters, exactly (and the features computed at them)
                 assign_params(actor_params, original_params)
-        return failed("line_search_exhausted", old_objective, old_entropy, iters=self.line_search_max_iter), final_features
+                batch.features = features_at_start
+        return update.record(
+            failure_reason="line_search_exhausted",
+            line_search_iters=self.line_search_max_iter,
+            policy_objective=policy_objective,
+            entropy=entropy,
+        )
 
     def _critic_value_fn(
         self, observations: PyTorchObs, features: th.Tensor | None = None
@@ -819,16 +873,16 @@ class TRPOPlus(OnPolicyAlgorithm):
         # Update optimizer learning rate (critic)
         self._update_learning_rate(self.policy.optimizer)
         # Entropy coefficient of this update: schedule(progress) * decay ** n_updates, floored
-        ent_coef = decayed_ent_coef(
-            self.ent_coef_schedule(self._current_progress_remaining), self.ent_coef_decay, self.min_ent_coef, self._n_updates
-        )
+        ent_coef = self._next_ent_coef()
         # Nothing computed from an unusable setting or from non-finite data may reach the weights: such an update is
         # refused as a whole (actor and critic) and reported as what it is, never as a failed line search
         refusal = self._invalid_setting(ent_coef) or self._non_finite_rollout()
         if refusal is not None:
-            self._refuse_update(*refusal, ent_coef=ent_coef)
+            self._refuse_update(*refusal, update=self._update_settings(ent_coef))
             return
         self._current_ent_coef = ent_coef
+        # What this update uses of the settings callbacks may change (read once, reported as used)
+        update = self._update_settings(ent_coef)
 
         # The whole rollout, in one batch (shuffled by the buffer)
         rollout_data = next(self.rollout_buffer.get(batch_size=None))
@@ -841,9 +895,11 @@ class TRPOPlus(OnPolicyAlgorithm):
             rollout_data = rollout_data._replace(observations=observations)  # type: ignore[arg-type]  # (dict: Dict buffer)
             # Actor: one trust-region step
             actor_params = self._actor_params(rollout_data.observations)
-            diagnostics, features = self._update_policy(rollout_data, ent_coef, actor_params)
-            # Critic: regression on the GAE returns, never touching what the actor uses
-            value_losses = self._update_critic(rollout_data, set(actor_params), features)
+            batch = self._policy_batch(rollout_data)
+            diagnostics = self._update_policy(batch, update, actor_params)
+            # Critic: regression on the GAE returns, never touching what the actor uses (reusing the actor's shared
+            # features of the rollout when the update computed them at the final parameters)
+            value_losses = self._update_critic(rollout_data, set(actor_params), batch.features)
 
         self._n_updates += 1
         self.last_update = diagnostics
@@ -892,32 +948,23 @@ class TRPOPlus(OnPolicyAlgorithm):
             "them, wrap the environment in stable_baselines3.common.vec_env.VecCheckNan(env, raise_exception=True)."
         )
 
-    def _refuse_update(self, reason: str, message: str, ent_coef: float) -> None:
+    def _update_settings(self, ent_coef: float) -> UpdateSettings:
+        """The settings of the next update, with its number."""
+        return UpdateSettings(self._n_updates + 1, ent_coef, self.target_kl, self.cg_damping)
+
+    def _refuse_update(self, reason: str, message: str, update: UpdateSettings) -> None:
         """
         Count and report an update that does not run (bad data or an unusable setting); no weight changes.
 
         :param reason: the failure reason of the diagnostics
         :param message: what is wrong, for the warning
-        :param ent_coef: the entropy coefficient this update would have used
+        :param update: the settings this update would have used
         """
         if reason == "non_finite_input":
             self._n_non_finite_rollouts += 1
         warnings.warn(f"TRPOPlus skipped an update: {message}", RuntimeWarning)
         self._n_updates += 1
-        self.last_update = UpdateDiagnostics(
-            n_updates=self._n_updates,
-            line_search_success=False,
-            line_search_iters=0,
-            step_fraction=0.0,
-            kl=math.nan,
-            policy_objective=math.nan,
-            improvement=0.0,
-            entropy=math.nan,
-            ent_coef=ent_coef,
-            target_kl=self.target_kl,
-            cg_damping=self.cg_damping,
-            failure_reason=reason,
-        )
+        self.last_update = update.record(failure_reason=reason)
         self._log_update(self.last_update, [])
 
     def _log_update(self, diagnostics: UpdateDiagnostics, value_losses: list[float]) -> None:

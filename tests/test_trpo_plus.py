@@ -393,10 +393,16 @@ def test_critic_reuses_shared_features_exactly():
         model.policy.optimizer.load_state_dict(copy.deepcopy(state[1]))  # Adam updates its state in place
         th.set_rng_state(rng[0])
         np.random.set_state(rng[1])
-        if not reuse:
+        reused = []
+
+        def update_critic(original, rollout_data, actor_params, features=None, reuse=reuse, reused=reused):
             # Without the shared features: the critic recomputes them from the observations
-            model._distribution = functools.partial(lambda original, obs: (original(obs)[0], None), model._distribution)
+            reused.append(features is not None)
+            return original(rollout_data, actor_params, features if reuse else None)
+
+        model._update_critic = functools.partial(update_critic, model._update_critic)
         model.train()
+        assert reused == [True]  # the update handed its features on
         results.append(all_params(model))
     assert th.allclose(results[0], results[1], atol=1e-6)
 
