@@ -23,6 +23,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 
 from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.distributions import detach_distribution, kl_per_sample
 from sb3_trpo_plus.parameters import flatten_params
 from sb3_trpo_plus.trpo_plus import decayed_ent_coef
@@ -62,9 +63,43 @@ def test_action_spaces(env_fn, kwargs):
     assert all(th.isfinite(p).all() for p in model.policy.parameters())
 
 
+def rollout_observations(model):
+    """The observations of the rollout buffer (the last rollout), as the policy takes them."""
+    return next(model.rollout_buffer.get(batch_size=None)).observations
+
+
+def checked_update(model):
+    """
+    ``model.train()`` on the buffer's rollout, checked against the policy before and after: an accepted step moves the
+    actor, its KL (measured here) is the reported one and stays within ``target_kl``; a rejected one moves nothing.
+    """
+    obs = rollout_observations(model)
+    with th.no_grad():
+        old = detach_distribution(model.policy.get_distribution(obs))
+    before = actor_vector(model)
+    model.train()
+    diagnostics = model.last_update
+    with th.no_grad():
+        kl = kl_per_sample(old, model.policy.get_distribution(obs)).mean().item()
+    if diagnostics.line_search_success:
+        if model.sub_sampling_factor == 1:  # (else the update measured it on a random part of the rollout)
+            assert kl <= diagnostics.target_kl + 1e-7
+            assert kl == pytest.approx(diagnostics.kl, rel=1e-4, abs=1e-8)
+        assert 0 < diagnostics.step_fraction <= 1 and diagnostics.improvement > 0
+        assert not th.equal(actor_vector(model), before)
+    else:
+        assert th.equal(actor_vector(model), before)
+    return diagnostics
+
+
 def test_cnn_and_multi_input_policies():
+    # MultiInput (dict observations: an image and a vector, the generic torch.func product): trust-region steps
     model = TRPOPlus("MultiInputPolicy", SimpleMultiObsEnv(random_start=False), seed=0, **SMALL)
-    model.learn(128)
+    one_update(model)
+    critic_before = all_params(model)
+    accepted = [checked_update(model).line_search_success for _ in range(3)]
+    assert sum(accepted) >= 2, accepted
+    assert not th.equal(all_params(model), critic_before)
     model = TRPOPlus(
         "CnnPolicy",
         FakeImageEnv(screen_height=36, screen_width=36, n_channels=1),
@@ -136,23 +171,16 @@ def test_failed_line_search_restores_parameters_exactly():
 
 
 def test_accepted_step_respects_trust_region():
-    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=1, target_kl=0.005, **SMALL)
+    # (a small damping: the quadratic model underestimates the KL, so the full step often leaves the trust region and
+    # the line search has to backtrack for the KL, not only for the objective)
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=1, target_kl=0.05, cg_damping=1e-3, **SMALL)
+    updates = []
     for _ in range(4):
         one_update(model)
-        obs = th.as_tensor(model.rollout_buffer.observations.reshape(-1, 4))
-        with th.no_grad():
-            old = detach_distribution(model.policy.get_distribution(obs))
-        before = actor_vector(model)
-        model.train()
-        diagnostics = model.last_update
-        with th.no_grad():
-            kl = kl_per_sample(old, model.policy.get_distribution(obs)).mean().item()
-        if diagnostics.line_search_success:
-            assert kl <= model.target_kl + 1e-7
-            assert kl == pytest.approx(diagnostics.kl, rel=1e-4, abs=1e-8)
-            assert 0 < diagnostics.step_fraction <= 1
-        else:
-            assert th.equal(actor_vector(model), before)
+        updates.append(checked_update(model))
+    # (a test that passed with no accepted step, or with no step the KL bound shortened, would check nothing)
+    assert sum(update.line_search_success for update in updates) >= 2
+    assert any(update.line_search_success and update.step_fraction < 1 for update in updates)
 
 
 def test_entropy_bonus_drives_acceptance():
@@ -347,10 +375,31 @@ def test_same_seed_same_parameters():
     assert th.equal(vectors[0], vectors[1])
 
 
-def test_sub_sampling():
+def test_sub_sampling(monkeypatch):
+    # 64 samples: the gradient and the line search on every 2nd (32), the Fisher-vector products on every 4th of those
+    fvp_batch_sizes, objective_batch_sizes = [], []
+
+    class RecordedFVP(trpo_plus_module.FisherVectorProduct):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            fvp_batch_sizes.append(self.batch_size)
+
+    monkeypatch.setattr(trpo_plus_module, "FisherVectorProduct", RecordedFVP)
     model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, sub_sampling_factor=2, cg_sub_sampling_factor=4, **SMALL)
-    model.learn(2 * 64)
-    assert model.last_update.n_updates == 2
+    objective = model._objective
+    monkeypatch.setattr(
+        model,
+        "_objective",
+        lambda distribution, batch, ent_coef: (
+            objective_batch_sizes.append(len(batch.actions)),
+            objective(distribution, batch, ent_coef),
+        )[1],
+    )
+    one_update(model)
+    accepted = [checked_update(model).line_search_success for _ in range(2)]
+    assert model.last_update.n_updates == 3 and any(accepted)
+    assert fvp_batch_sizes == [8, 8, 8]
+    assert set(objective_batch_sizes) == {32}
 
 
 def test_line_search_health_warning():
