@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP_CONSTRAINT ?= constraints.txt
 LINT_PATHS = sb3_trpo_plus/ tests/ benchmarks/
 
-.PHONY: install demo pytest test docs type lint format check-codestyle commit-checks clean
+.PHONY: install demo pytest test docs docs-screenshot type lint format check-codestyle commit-checks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ docs: $(BIN)/python
 		$(BIN)/python -m pip install $(if $(PIP_CONSTRAINT),-c $(PIP_CONSTRAINT)) -e ".[docs]"
 	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
 	@echo "open docs/_build/html/index.html"
+
+# The README's picture of the site: the TRPOPlus page in headless Chromium (Debian package chromium)
+docs-screenshot: docs
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,1600 \
+		--screenshot=docs/images/site_trpo_plus.png "file://$(CURDIR)/docs/_build/html/trpo_plus.html"
 
 type:
 	$(BIN)/python -m mypy sb3_trpo_plus/

@@ -6,10 +6,11 @@ Installing ``sb3-trpo-plus`` puts ``sb3_trpo_plus_zoo.pth`` into site-packages. 
 library only and does nothing but put a finder on ``sys.meta_path``. rl_zoo3, torch and ``sb3_trpo_plus``
 are not imported here.
 
-The finder watches four rl_zoo3 modules. When one of them is imported, the regular import machinery finds and
-runs it as usual; right after it has run, :func:`sb3_trpo_plus.zoo.patch_module` adds ``trpo_plus`` to it
-(``ALGOS``, the Optuna sampler, the default hyperparameter file, env registration). Any error there becomes a
-warning: rl_zoo3 keeps working for its own algorithms.
+The finder watches the rl_zoo3 package. When one of its modules is imported, the regular import machinery finds
+and runs it as usual; right after it has run, :func:`sb3_trpo_plus.zoo.patch_module` applies the patches of that
+module (``sb3_trpo_plus.zoo.PATCHES``, the one list of them: ``ALGOS``, the Optuna sampler, the default
+hyperparameter file, env registration, ...). Any error there (a name a patch relies on that rl_zoo3 renamed
+included) becomes a warning naming the patch: rl_zoo3 keeps working for its own algorithms.
 
 Set the environment variable ``SB3_TRPO_PLUS_NO_ZOO_HOOK=1`` to turn the hook off; ``python -m sb3_trpo_plus.zoo``
 registers ``trpo_plus`` without it. See ``docs/zoo.md``.
@@ -21,8 +22,8 @@ from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-# rl_zoo3 modules that get a ``trpo_plus`` entry after they run
-WATCHED_MODULES = frozenset({"rl_zoo3.utils", "rl_zoo3.hyperparams_opt", "rl_zoo3.exp_manager", "rl_zoo3.import_envs"})
+# The package whose modules may get a patch after they run (which ones: ``sb3_trpo_plus.zoo.PATCHES``)
+WATCHED_PACKAGE = "rl_zoo3"
 DISABLE_VARIABLE = "SB3_TRPO_PLUS_NO_ZOO_HOOK"
 
 
@@ -61,12 +62,12 @@ class _PatchingLoader:
 
 
 class ZooImportHook:
-    """``sys.meta_path`` finder that only answers for :data:`WATCHED_MODULES`, by asking the other finders."""
+    """``sys.meta_path`` finder that only answers for the modules of :data:`WATCHED_PACKAGE`, by asking the other finders."""
 
     is_sb3_trpo_plus_zoo_hook = True
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None):
-        if fullname not in WATCHED_MODULES:
+        if not fullname.startswith(f"{WATCHED_PACKAGE}."):
             return None
         for finder in sys.meta_path:
             if getattr(finder, "is_sb3_trpo_plus_zoo_hook", False):
@@ -90,8 +91,8 @@ def install() -> None:
         return
     sys.meta_path.insert(0, ZooImportHook())
     # rl_zoo3 already imported (the hook was installed late): patch what is there
-    for name in sorted(WATCHED_MODULES):
-        if name in sys.modules:
+    for name in sorted(sys.modules):
+        if name.startswith(f"{WATCHED_PACKAGE}."):
             _patch(sys.modules[name])
 
 

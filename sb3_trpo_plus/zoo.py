@@ -3,7 +3,7 @@ TRPOPlus in rl-baselines3-zoo (``rl_zoo3``): the ``trpo_plus`` registration, its
 
 After ``pip install sb3-trpo-plus`` (regular or editable), ``python -m rl_zoo3.train --algo trpo_plus ...`` works:
 ``sb3_trpo_plus_zoo.pth`` installs a lazy import hook (``_sb3_trpo_plus_zoo_hook``) that calls
-:func:`patch_module` on each rl_zoo3 module listed in :data:`PATCHES` right after it is imported.
+:func:`patch_module` on each rl_zoo3 module right after it is imported; :data:`PATCHES` lists every change.
 Where ``.pth`` files are not run (``python -S``, ``pip install --target``, the hook turned off with
 ``SB3_TRPO_PLUS_NO_ZOO_HOOK=1``), use this module's CLI, which registers first and then runs the zoo script::
 
@@ -20,6 +20,7 @@ import inspect
 import runpy
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -142,67 +143,132 @@ def _algorithm_class() -> type:
     return TRPOPlus
 
 
-def _patch_utils(module: ModuleType) -> None:
+@dataclass(frozen=True)
+class ZooPatch:
+    """
+    One change to rl_zoo3, named after what it changes; :data:`PATCHES` lists them all.
+
+    :param name: what it changes
+    :param module: the rl_zoo3 module it changes (the import hook applies it right after that module ran)
+    :param relies_on: the rl_zoo3 names it uses, each with the parameters it calls it with (``()`` for a value):
+        :func:`check_patch` looks them up before the patch is applied, so that a name rl_zoo3 renamed or whose
+        parameters changed stops the patch with an error naming both, instead of a patch that silently does nothing
+    :param apply: the change, given the module (idempotent)
+    """
+
+    name: str
+    module: str
+    relies_on: dict[str, tuple[str, ...]]
+    apply: Callable[[ModuleType], None]
+
+
+def _resolve(module: ModuleType, dotted: str) -> Any:
+    target: Any = module
+    for part in dotted.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def check_patch(patch: ZooPatch, module: ModuleType) -> None:
+    """
+    Raise a ``RuntimeError`` naming the patch when a name it relies on is missing from ``module`` or lost a parameter.
+
+    :param patch: the patch
+    :param module: the rl_zoo3 module it is about to change
+    """
+    for dotted, parameters in patch.relies_on.items():
+        try:
+            target = _resolve(module, dotted)
+        except AttributeError:
+            raise RuntimeError(
+                f"sb3-trpo-plus patch {patch.name!r} cannot be applied: {module.__name__}.{dotted} no longer exists "
+                "in this rl_zoo3 version"
+            ) from None
+        missing = [name for name in parameters if name not in inspect.signature(target).parameters]
+        if missing:
+            raise RuntimeError(
+                f"sb3-trpo-plus patch {patch.name!r} cannot be applied: {module.__name__}.{dotted} has no parameter "
+                f"{', '.join(missing)} in this rl_zoo3 version"
+            )
+
+
+def _wrap_method(
+    cls: type, method: str, patch_name: str, make_wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> None:
+    """Replace ``cls.method`` by ``make_wrapper(original)``, once (the wrapper carries the patch's name)."""
+    original = getattr(cls, method)
+    if getattr(original, _PATCHED, None) == patch_name:
+        return
+    wrapper = functools.wraps(original)(make_wrapper(original))
+    setattr(wrapper, _PATCHED, patch_name)
+    setattr(cls, method, wrapper)
+
+
+def _add_trpo_plus_to_algos(module: ModuleType) -> None:
     module.ALGOS[ALGO_NAME] = _algorithm_class()
 
 
-def _patch_hyperparams_opt(module: ModuleType) -> None:
+def _add_trpo_plus_sampler(module: ModuleType) -> None:
     module.HYPERPARAMS_SAMPLER[ALGO_NAME] = sample_trpo_plus_params
     module.HYPERPARAMS_CONVERTER[ALGO_NAME] = convert_trpo_plus_params
 
 
-def _patch_import_envs(module: ModuleType) -> None:
+def _register_minatar_envs(module: ModuleType) -> None:
     register_minatar_envs()
 
 
-def _patch_exp_manager(module: ModuleType) -> None:
+def _default_config_is_the_packaged_yaml(module: ModuleType) -> None:
+    """Without ``-conf``, ``trpo_plus`` reads :data:`HYPERPARAMS_PATH` (rl_zoo3 would look inside its own installation)."""
+
+    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(original)
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            if self.algo == ALGO_NAME and signature.bind(self, *args, **kwargs).arguments.get("config") is None:
+                self.config = str(HYPERPARAMS_PATH)
+
+        return __init__
+
+    _wrap_method(module.ExperimentManager, "__init__", "default_config_is_the_packaged_yaml", make_wrapper)
+
+
+def _continue_keeps_adapted_values(module: ModuleType) -> None:
     """
-    Three changes to ``ExperimentManager``, only for ``--algo trpo_plus`` (other algorithms go through unchanged):
-
-    - without ``-conf``, hyperparameters come from :data:`HYPERPARAMS_PATH` (rl_zoo3 would look for
-      ``rl_zoo3/hyperparams/trpo_plus.yml`` inside its own installation);
-    - ``-i`` keeps the saved values of :data:`KEPT_ON_CONTINUE` (rl_zoo3 passes every YAML value to ``load()``,
-      which would overwrite the adapted trust region);
-    - ``ent_coef: lin_0.05`` becomes a linear schedule, as ``learning_rate: lin_...`` does (rl_zoo3 converts only
-      its own keys).
-
-    With ``-optimize --storage ...``, :func:`_patch_exp_manager_create_study` is applied as well.
+    ``-i`` keeps the saved values of :data:`KEPT_ON_CONTINUE` (rl_zoo3 passes every YAML value to ``load()``, which
+    would overwrite the adapted trust region), unless given on the command line.
     """
-    manager_class = module.ExperimentManager
-    if getattr(manager_class, _PATCHED, False):
-        return
-    original_init = manager_class.__init__
-    original_load = manager_class._load_pretrained_agent
-    original_preprocess = manager_class._preprocess_hyperparams
-    init_signature = inspect.signature(original_init)
 
-    @functools.wraps(original_init)
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        original_init(self, *args, **kwargs)
-        if self.algo == ALGO_NAME and init_signature.bind(self, *args, **kwargs).arguments.get("config") is None:
-            self.config = str(HYPERPARAMS_PATH)
+    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _load_pretrained_agent(self: Any, hyperparams: dict[str, Any], env: Any) -> Any:
+            if self.algo == ALGO_NAME:
+                explicit = self.custom_hyperparams or {}
+                hyperparams = {
+                    key: value for key, value in hyperparams.items() if key not in KEPT_ON_CONTINUE or key in explicit
+                }
+            return original(self, hyperparams, env)
 
-    @functools.wraps(original_load)
-    def _load_pretrained_agent(self, hyperparams: dict[str, Any], env: Any) -> Any:
-        if self.algo == ALGO_NAME:
-            explicit = self.custom_hyperparams or {}
-            hyperparams = {key: value for key, value in hyperparams.items() if key not in KEPT_ON_CONTINUE or key in explicit}
-        return original_load(self, hyperparams, env)
+        return _load_pretrained_agent
 
-    @functools.wraps(original_preprocess)
-    def _preprocess_hyperparams(self, hyperparams: dict[str, Any]) -> Any:
-        if self.algo == ALGO_NAME:
-            hyperparams = _ent_coef_schedule(hyperparams)
-        return original_preprocess(self, hyperparams)
-
-    manager_class.__init__ = __init__
-    manager_class._load_pretrained_agent = _load_pretrained_agent
-    manager_class._preprocess_hyperparams = _preprocess_hyperparams
-    _patch_exp_manager_create_study(module)
-    setattr(manager_class, _PATCHED, True)
+    _wrap_method(module.ExperimentManager, "_load_pretrained_agent", "continue_keeps_adapted_values", make_wrapper)
 
 
-def _patch_exp_manager_create_study(module: ModuleType) -> None:
+def _ent_coef_lin_schedule(module: ModuleType) -> None:
+    """``ent_coef: lin_0.05`` becomes a linear schedule, as ``learning_rate: lin_...`` does (rl_zoo3 converts only its
+    own keys)."""
+
+    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _preprocess_hyperparams(self: Any, hyperparams: dict[str, Any]) -> Any:
+            if self.algo == ALGO_NAME:
+                hyperparams = _ent_coef_schedule(hyperparams)
+            return original(self, hyperparams)
+
+        return _preprocess_hyperparams
+
+    _wrap_method(module.ExperimentManager, "_preprocess_hyperparams", "ent_coef_lin_schedule", make_wrapper)
+
+
+def _shared_study_heartbeat(module: ModuleType) -> None:
     """
     For ``--algo trpo_plus -optimize --storage ...``: the ``optuna.create_study`` that
     ``ExperimentManager.hyperparameters_optimization`` calls becomes
@@ -212,21 +278,21 @@ def _patch_exp_manager_create_study(module: ModuleType) -> None:
     ``optuna`` module with that one function replaced. Other algorithms, and runs without ``--storage``, go through
     unchanged.
     """
-    manager_class = module.ExperimentManager
-    original_optimization = manager_class.hyperparameters_optimization
     real_optuna = getattr(module, _OPTUNA_GLOBAL)
 
-    @functools.wraps(original_optimization)
-    def hyperparameters_optimization(self: Any) -> Any:
-        if self.algo != ALGO_NAME or self.storage is None:
-            return original_optimization(self)
-        setattr(module, _OPTUNA_GLOBAL, _OptunaCreatingSharedStudies(real_optuna, self.max_total_trials))
-        try:
-            return original_optimization(self)
-        finally:
-            setattr(module, _OPTUNA_GLOBAL, real_optuna)
+    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+        def hyperparameters_optimization(self: Any) -> Any:
+            if self.algo != ALGO_NAME or self.storage is None:
+                return original(self)
+            setattr(module, _OPTUNA_GLOBAL, _OptunaCreatingSharedStudies(real_optuna, self.max_total_trials))
+            try:
+                return original(self)
+            finally:
+                setattr(module, _OPTUNA_GLOBAL, real_optuna)
 
-    manager_class.hyperparameters_optimization = hyperparameters_optimization
+        return hyperparameters_optimization
+
+    _wrap_method(module.ExperimentManager, "hyperparameters_optimization", "shared_study_heartbeat", make_wrapper)
 
 
 class _OptunaCreatingSharedStudies(ModuleType):
@@ -264,22 +330,56 @@ def _ent_coef_schedule(hyperparams: dict[str, Any]) -> dict[str, Any]:
     return {**hyperparams, "ent_coef": SimpleLinearSchedule(initial_value)}
 
 
-#: What :func:`patch_module` does to each rl_zoo3 module
-PATCHES: dict[str, Callable[[ModuleType], None]] = {
-    "rl_zoo3.utils": _patch_utils,
-    "rl_zoo3.hyperparams_opt": _patch_hyperparams_opt,
-    "rl_zoo3.exp_manager": _patch_exp_manager,
-    "rl_zoo3.import_envs": _patch_import_envs,
-}
+_MANAGER = "ExperimentManager"
+#: Every change sb3-trpo-plus makes to rl_zoo3 (the one list: the import hook watches the ``rl_zoo3`` package and
+#: :func:`patch_module` applies the patches of each module right after it ran)
+PATCHES: tuple[ZooPatch, ...] = (
+    ZooPatch("add_trpo_plus_to_algos", "rl_zoo3.utils", {"ALGOS": ()}, _add_trpo_plus_to_algos),
+    ZooPatch(
+        "add_trpo_plus_sampler",
+        "rl_zoo3.hyperparams_opt",
+        {"HYPERPARAMS_SAMPLER": (), "HYPERPARAMS_CONVERTER": (), "convert_onpolicy_params": ("sampled_params",)},
+        _add_trpo_plus_sampler,
+    ),
+    ZooPatch("register_minatar_envs", "rl_zoo3.import_envs", {}, _register_minatar_envs),
+    ZooPatch(
+        "default_config_is_the_packaged_yaml",
+        "rl_zoo3.exp_manager",
+        {f"{_MANAGER}.__init__": ("algo", "config")},
+        _default_config_is_the_packaged_yaml,
+    ),
+    ZooPatch(
+        "continue_keeps_adapted_values",
+        "rl_zoo3.exp_manager",
+        {f"{_MANAGER}._load_pretrained_agent": ("hyperparams", "env")},
+        _continue_keeps_adapted_values,
+    ),
+    ZooPatch(
+        "ent_coef_lin_schedule",
+        "rl_zoo3.exp_manager",
+        {f"{_MANAGER}._preprocess_hyperparams": ("hyperparams",)},
+        _ent_coef_lin_schedule,
+    ),
+    ZooPatch(
+        "shared_study_heartbeat",
+        "rl_zoo3.exp_manager",
+        {f"{_MANAGER}.hyperparameters_optimization": (), _OPTUNA_GLOBAL: ()},
+        _shared_study_heartbeat,
+    ),
+)
 
 
 def patch_module(module: ModuleType) -> None:
     """
-    Add ``trpo_plus`` to one rl_zoo3 module (idempotent); called by the import hook right after the module ran.
+    Apply the :data:`PATCHES` of one rl_zoo3 module (idempotent; nothing for a module without any); called by the
+    import hook right after the module ran.
 
-    :param module: one of the modules named in :data:`PATCHES`
+    :param module: an rl_zoo3 module
     """
-    PATCHES[module.__name__](module)
+    for patch in PATCHES:
+        if patch.module == module.__name__:
+            check_patch(patch, module)
+            patch.apply(module)
 
 
 def register() -> None:
@@ -289,7 +389,7 @@ def register() -> None:
     """
     import importlib
 
-    for name in PATCHES:
+    for name in dict.fromkeys(patch.module for patch in PATCHES):
         patch_module(importlib.import_module(name))
 
 

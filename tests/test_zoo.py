@@ -87,12 +87,67 @@ def test_hook_registers_when_rl_zoo3_is_imported(tmp_path):
         "from sb3_trpo_plus.zoo import sample_trpo_plus_params, convert_trpo_plus_params\n"
         "print(ALGOS['trpo_plus'] is TRPOPlus, HYPERPARAMS_SAMPLER['trpo_plus'] is sample_trpo_plus_params,\n"
         "      HYPERPARAMS_CONVERTER['trpo_plus'] is convert_trpo_plus_params,\n"
-        "      ExperimentManager._sb3_trpo_plus_patched,\n"
+        "      all(getattr(getattr(ExperimentManager, m), '_sb3_trpo_plus_patched', None) for m in\n"
+        "          ('__init__', '_load_pretrained_agent', '_preprocess_hyperparams', 'hyperparameters_optimization')),\n"
         "      importlib.util.find_spec('minatar') is None or 'MinAtar/Breakout-v1' in gym.registry,\n"
         "      type(rl_zoo3.utils.__loader__).__name__)",
         tmp_path,
     )
     assert out.split() == ["True"] * 5 + ["SourceFileLoader"]
+
+
+def test_zoo_patches_rely_on_names_this_rl_zoo3_has():
+    # Every patch finds the rl_zoo3 names (and parameters) it uses in the installed rl_zoo3
+    import importlib
+
+    from sb3_trpo_plus.zoo import PATCHES, check_patch
+
+    assert {patch.module for patch in PATCHES} == {
+        "rl_zoo3.utils",
+        "rl_zoo3.hyperparams_opt",
+        "rl_zoo3.import_envs",
+        "rl_zoo3.exp_manager",
+    }
+    assert len({patch.name for patch in PATCHES}) == len(PATCHES)
+    for patch in PATCHES:
+        check_patch(patch, importlib.import_module(patch.module))
+
+
+def test_zoo_patch_on_a_renamed_name_fails_loudly():
+    # A name rl_zoo3 renamed, or a parameter it dropped, stops the patch with an error naming both
+    import types
+
+    from sb3_trpo_plus.zoo import ZooPatch, check_patch
+
+    applied = []
+    patch = ZooPatch("demo_patch", "fake_zoo", {"Manager.run": ("hyperparams",)}, applied.append)
+
+    class Manager:
+        def run(self, params):
+            return params
+
+    module = types.ModuleType("fake_zoo")
+    with pytest.raises(RuntimeError, match=r"'demo_patch'.*fake_zoo\.Manager\.run no longer exists"):
+        check_patch(patch, module)
+    module.Manager = Manager
+    with pytest.raises(RuntimeError, match=r"'demo_patch'.*fake_zoo\.Manager\.run has no parameter hyperparams"):
+        check_patch(patch, module)
+    assert applied == []
+
+
+def test_zoo_patch_failure_is_a_warning_naming_the_patch(tmp_path):
+    # Through the import hook: rl_zoo3 keeps working, with a warning that names the patch that could not be applied
+    code = (
+        "import warnings, importlib, rl_zoo3.utils\n"
+        "import _sb3_trpo_plus_zoo_hook as hook\n"
+        "del rl_zoo3.utils.ALGOS\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    hook._patch(rl_zoo3.utils)\n"
+        "print(*[str(w.message) for w in caught], sep='|')"
+    )
+    out = run_python(code, tmp_path)
+    assert "add_trpo_plus_to_algos" in out and "rl_zoo3.utils.ALGOS no longer exists" in out, out
 
 
 def test_hook_can_be_turned_off(tmp_path):
