@@ -74,9 +74,7 @@ class _PolicyBatch:
     features: th.Tensor | None = None
 
     def is_finite(self) -> bool:
-        return (
-            _all_finite(self.obs) and bool(th.isfinite(self.advantages).all()) and bool(th.isfinite(self.old_log_prob).all())
-        )
+        return _all_finite(self.obs) and _is_finite(self.advantages) and _is_finite(self.old_log_prob)
 
 
 def _is_standard_shared_actor_critic(policy: BasePolicy) -> TypeGuard[ActorCriticPolicy]:
@@ -131,16 +129,33 @@ def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Ite
         policy.normalize_images = True
 
 
+def _is_finite(tensor: th.Tensor) -> bool:
+    """
+    Whether every entry of ``tensor`` is finite, exactly, at the cost of one sum in the usual case.
+
+    A NaN or an infinite entry makes the sum NaN or infinite; a non-finite sum of finite entries (an overflow) is
+    told apart by checking the entries one by one. On 1024 Atari frames ``th.isfinite(x).all()`` alone costs about a
+    tenth of a second on CPU (a boolean copy of the whole batch), the sum a few milliseconds.
+    """
+    return bool(th.isfinite(tensor.sum())) or bool(th.isfinite(tensor).all())
+
+
+def _is_finite_array(array: np.ndarray) -> bool:
+    """:func:`_is_finite` for a NumPy array (an overflowing sum is not warned about: the entries are checked then)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(array.sum())) or bool(np.isfinite(array).all())
+
+
 def _all_finite(obs: PyTorchObs) -> bool:
     tensors = obs.values() if isinstance(obs, dict) else [obs]
-    return all(bool(th.isfinite(tensor).all()) for tensor in tensors if tensor.is_floating_point())
+    return all(_is_finite(tensor) for tensor in tensors if tensor.is_floating_point())
 
 
 def _finite_or_zero(obs: PyTorchObs) -> PyTorchObs:
     """The observations with NaN and inf replaced by 0 (a copy only where there are some)."""
 
     def cleaned(tensor: th.Tensor) -> th.Tensor:
-        if not tensor.is_floating_point() or bool(th.isfinite(tensor).all()):
+        if not tensor.is_floating_point() or _is_finite(tensor):
             return tensor
         return th.nan_to_num(tensor, nan=0.0, posinf=0.0, neginf=0.0)
 
@@ -672,13 +687,13 @@ class TRPOPlus(OnPolicyAlgorithm):
         # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
         gradient = flat_grad(objective, actor_params, retain_graph=self.cg_sub_sampling_factor == 1)
         old_objective, old_entropy = objective.item(), entropy.item()
-        if not bool(th.isfinite(gradient).all()):
+        if not _is_finite(gradient):
             return update.record(failure_reason="non_finite_gradient", policy_objective=old_objective, entropy=old_entropy)
 
         # 2. Direction s = (F + damping * I)^-1 g, by conjugate gradient with the Fisher-vector product
         fisher_vector_product = self._fisher_vector_product(batch, distribution, actor_params, update.cg_damping)
         search_direction = conjugate_gradient_solver(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
-        if not bool(th.isfinite(search_direction).all()):
+        if not _is_finite(search_direction):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
 
         # 3. Full step: the largest step along s whose quadratic KL model 0.5 * beta^2 * s^T F s is target_kl
@@ -686,7 +701,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         if not (np.isfinite(curvature) and curvature > 0.0):
             return update.record(failure_reason="non_positive_curvature", policy_objective=old_objective, entropy=old_entropy)
         full_step = np.sqrt(2.0 * update.target_kl / curvature) * search_direction
-        if not bool(th.isfinite(full_step).all()):
+        if not _is_finite(full_step):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
         # free the graphs before the line search
         del fisher_vector_product, distribution, objective
@@ -804,7 +819,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                 # otherwise it defeats the purposes of the KL constraint
                 for param in actor_params:
                     param.grad = None
-                if not all(bool(th.isfinite(param.grad).all()) for param in critic_params if param.grad is not None):
+                if not all(_is_finite(param.grad) for param in critic_params if param.grad is not None):
                     continue
                 self.policy.optimizer.step()
                 value_losses.append(value_loss.item())
@@ -936,7 +951,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         non_finite = [
             name
             for name, arrays in parts.items()
-            if any(np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all() for array in arrays)
+            if any(np.issubdtype(array.dtype, np.floating) and not _is_finite_array(array) for array in arrays)
         ]
         if not non_finite:
             return None

@@ -19,6 +19,7 @@ Each hole of the issue and the test that closes it:
   ``test_constructor_refuses_bad_arguments_before_building_anything`` (hypothesis)
 - BatchNorm/Dropout features extractors: ``test_batch_norm_follows_sb3_train_eval_contract``
 - initial trust region of an sb3-contrib TRPO checkpoint: ``test_sb3_contrib_checkpoint_keeps_its_initial_trust_region``
+- the fast finite check every guard above relies on (a sum first) stays exact: ``test_finite_check_is_exact``
 """
 
 import math
@@ -28,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from helpers import fake_update
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sb3_contrib import TRPO
@@ -166,31 +168,13 @@ def test_set_parameters_refuses_non_finite_weights():
 # --- The adaptive callback and what it writes ----------------------------------------------------------------------
 
 
-def diagnostics(n_updates: int, failure_reason: str | None) -> UpdateDiagnostics:
-    success = failure_reason is None
-    return UpdateDiagnostics(
-        n_updates=n_updates,
-        line_search_success=success,
-        line_search_iters=1 if success else 10,
-        step_fraction=1.0 if success else 0.0,
-        kl=0.004 if success else math.nan,
-        policy_objective=0.1,
-        improvement=0.01 if success else 0.0,
-        entropy=0.69,
-        ent_coef=0.0,
-        target_kl=0.01,
-        cg_damping=0.1,
-        failure_reason=failure_reason,
-    )
-
-
 def test_adaptive_callback_never_writes_an_unusable_value():
     model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
     model.set_logger(Logger(folder=None, output_formats=[]))
     callback = AdaptiveTrustRegionCallback(ls_fail_threshold=1, min_max_kl=0.001)
     callback.init_callback(model)
     callback.min_max_kl = math.nan  # a bound broken after construction: max(nan, x) is nan
-    model.last_update = diagnostics(1, "line_search_exhausted")
+    model.last_update = fake_update(1, "F")
     with pytest.raises(ValueError, match="target_kl"):
         callback.on_rollout_start()
     # Both values or neither: the damping was not raised either
@@ -222,11 +206,11 @@ def test_skipped_updates_leave_the_trust_region_alone():
     callback.init_callback(model)
     model.target_kl = 0.005  # below the initial value: a recovery would move it
     for n_updates, reason in enumerate(["line_search_exhausted", "non_finite_input", "invalid_ent_coef"], start=1):
-        model.last_update = diagnostics(n_updates, reason)
+        model.last_update = fake_update(n_updates, "F", reason)
         callback.on_rollout_start()
     assert callback.n_consecutive_failures == 1 and callback.n_shrinks == 0
-    for n_updates, reason in enumerate([None, "non_finite_input"], start=4):
-        model.last_update = diagnostics(n_updates, reason)
+    for update in (fake_update(4, "S"), fake_update(5, "F", "non_finite_input")):
+        model.last_update = update
         callback.on_rollout_start()
     assert callback.n_consecutive_full_steps == 1 and callback.n_recoveries == 0
     assert (model.target_kl, model.cg_damping) == (0.005, 0.1)
@@ -288,6 +272,27 @@ def test_non_finite_environment_data_is_reported_as_bad_data(where, value):
     # The trust region never hears of it (a failed line search would shrink it at once here)
     assert first.target_kl == second.target_kl == 0.01
     assert adaptive.n_shrinks == (0 if second.line_search_success else 1)
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_finite_check_is_exact(backend):
+    # One sum decides in the usual case; a NaN or an infinity anywhere (even +inf and -inf together, whose sum is NaN)
+    # is caught, and finite entries whose sum overflows are still finite
+    from sb3_trpo_plus.trpo_plus import _is_finite, _is_finite_array
+
+    def check(values, dtype=np.float32):
+        array = np.array(values, dtype=dtype)
+        return _is_finite(th.as_tensor(array)) if backend == "torch" else _is_finite_array(array)
+
+    big = float(np.finfo(np.float32).max)
+    assert check([0.0, 1.0, -2.5]) and check([]) and check([big, big, big]) and check([-big, -big])
+    assert check([1, 2, 3], dtype=np.int64)
+    for bad in (math.nan, math.inf, -math.inf):
+        assert not check([0.0, bad, 1.0]) and not check([big, big, bad])
+    assert not check([math.inf, -math.inf])
+    frames = np.random.default_rng(0).random((8, 4, 84, 84), dtype=np.float32)
+    frames[3, 2, 10, 70] = math.nan
+    assert not check(frames)
 
 
 def test_non_finite_gamma_is_reported_as_bad_data():
@@ -472,6 +477,6 @@ def test_sb3_contrib_checkpoint_keeps_its_initial_trust_region(tmp_path):
     callback = AdaptiveTrustRegionCallback(ls_fail_threshold=1, min_max_kl=0.001, max_damping=0.5, recovery_window=1)
     callback.init_callback(loaded)
     loaded.target_kl = 0.029
-    loaded.last_update = diagnostics(1, None)
+    loaded.last_update = fake_update(1, "S")
     callback.on_rollout_start()
     assert loaded.target_kl == 0.03
