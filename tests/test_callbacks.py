@@ -1,10 +1,12 @@
 """AdaptiveTrustRegionCallback: scripted line-search outcomes (no training), a real run forced to fail, save/load."""
 
 import math
+from typing import Any
 
 import gymnasium as gym
 import pytest
 import yaml
+from helpers import fake_update, tiny_cartpole
 from sb3_contrib import TRPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback, EvalCallback
 from stable_baselines3.common.logger import Logger
@@ -12,40 +14,24 @@ from stable_baselines3.common.logger import Logger
 from sb3_trpo_plus import TRPOPlus, UpdateDiagnostics
 from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
 
-SMALL = dict(n_steps=64, batch_size=64, n_critic_updates=1, policy_kwargs=dict(net_arch=[16]))
 
-
-def make_model(target_kl: float = 0.01, cg_damping: float = 0.1) -> TRPOPlus:
-    """A model that is never trained: the scripted tests set ``model.last_update`` themselves."""
-    model = TRPOPlus("MlpPolicy", "CartPole-v1", target_kl=target_kl, cg_damping=cg_damping, seed=0, **SMALL)
+def make_model() -> TRPOPlus:
+    """A model that is never trained (target_kl 0.01, cg_damping 0.1): the scripted tests set ``model.last_update``."""
+    model = tiny_cartpole(target_kl=0.01, cg_damping=0.1)
     model.set_logger(Logger(folder=None, output_formats=[]))
     return model
-
-
-def fake_update(n_updates: int, outcome: str) -> UpdateDiagnostics:
-    """``outcome``: "F" failed line search, "S" full step accepted at once, "s" shorter step accepted."""
-    success = outcome != "F"
-    step_fraction = {"F": 0.0, "S": 1.0, "s": 0.64}[outcome]
-    return UpdateDiagnostics(
-        n_updates=n_updates,
-        line_search_success=success,
-        line_search_iters=10 if not success else (1 if outcome == "S" else 3),
-        step_fraction=step_fraction,
-        kl=0.004 if success else math.nan,
-        policy_objective=0.1,
-        improvement=0.01 if success else 0.0,
-        entropy=0.69,
-        ent_coef=0.0,
-        target_kl=0.01,
-        cg_damping=0.1,
-        failure_reason=None if success else "line_search_exhausted",
-    )
 
 
 def attach(callback: AdaptiveTrustRegionCallback, model: TRPOPlus) -> AdaptiveTrustRegionCallback:
     callback.init_callback(model)
     callback.on_training_start({}, {})
     return callback
+
+
+def attached(**callback_kwargs: Any) -> tuple[TRPOPlus, AdaptiveTrustRegionCallback]:
+    """A new model (:func:`make_model`) with an ``AdaptiveTrustRegionCallback(**callback_kwargs)`` attached to it."""
+    model = make_model()
+    return model, attach(AdaptiveTrustRegionCallback(**callback_kwargs), model)
 
 
 def feed(callback: AdaptiveTrustRegionCallback, model: TRPOPlus, outcomes: str) -> list[tuple[float, float]]:
@@ -107,7 +93,7 @@ def test_bad_arguments(kwargs, name):
 
 
 def test_bounds_checked_against_the_model():
-    model = make_model(target_kl=0.01, cg_damping=0.1)
+    model = make_model()
     with pytest.raises(ValueError, match="min_max_kl"):
         AdaptiveTrustRegionCallback(min_max_kl=0.02).init_callback(model)
     with pytest.raises(ValueError, match="max_damping"):
@@ -123,13 +109,7 @@ def test_needs_a_trpo_plus_model():
 
 
 def test_scripted_failures_shrink_to_the_bounds():
-    model = make_model(target_kl=0.01, cg_damping=0.1)
-    callback = attach(
-        AdaptiveTrustRegionCallback(
-            ls_fail_threshold=3, max_kl_decay=0.5, min_max_kl=0.003, damping_growth=2.0, max_damping=0.3
-        ),
-        model,
-    )
+    model, callback = attached(ls_fail_threshold=3, max_kl_decay=0.5, min_max_kl=0.003, damping_growth=2.0, max_damping=0.3)
     # Two failures, then a success: the count restarts, nothing moves
     assert feed(callback, model, "FFS") == [(0.01, 0.1)] * 3
     assert callback.n_consecutive_failures == 0
@@ -152,8 +132,7 @@ def test_scripted_failures_shrink_to_the_bounds():
 
 
 def test_reacts_once_per_update():
-    model = make_model()
-    callback = attach(AdaptiveTrustRegionCallback(ls_fail_threshold=2, min_max_kl=0.001), model)
+    model, callback = attached(ls_fail_threshold=2, min_max_kl=0.001)
     model.last_update = fake_update(1, "F")
     for _ in range(5):  # several rollout starts (or a training end) without a new update
         callback.on_rollout_start()
@@ -174,12 +153,8 @@ def test_ignores_the_update_it_finds_at_start():
 
 
 def test_recovery():
-    model = make_model(target_kl=0.01, cg_damping=0.1)
-    callback = attach(
-        AdaptiveTrustRegionCallback(
-            ls_fail_threshold=2, max_kl_decay=0.5, min_max_kl=0.001, damping_growth=2.0, max_damping=1.0, recovery_window=3
-        ),
-        model,
+    model, callback = attached(
+        ls_fail_threshold=2, max_kl_decay=0.5, min_max_kl=0.001, damping_growth=2.0, max_damping=1.0, recovery_window=3
     )
     assert feed(callback, model, "FFFFFF")[-1] == (0.00125, 0.8)
     # A window of full steps moves one step back
@@ -196,13 +171,7 @@ def test_recovery():
 
 
 def test_recovery_stops_at_the_initial_values_and_never_moves_away():
-    model = make_model(target_kl=0.01, cg_damping=0.1)
-    callback = attach(
-        AdaptiveTrustRegionCallback(
-            ls_fail_threshold=1, max_kl_decay=0.8, min_max_kl=0.001, damping_growth=1.5, recovery_window=1
-        ),
-        model,
-    )
+    model, callback = attached(ls_fail_threshold=1, max_kl_decay=0.8, min_max_kl=0.001, damping_growth=1.5, recovery_window=1)
     # One step back would overshoot (0.009 / 0.8 = 0.01125, 0.11 / 1.5 = 0.073): clipped to the initial values
     model.target_kl, model.cg_damping = 0.009, 0.11
     assert feed(callback, model, "S")[-1] == (0.01, 0.1)
@@ -242,7 +211,7 @@ callback:
 def test_real_run_forced_to_fail(tmp_path):
     # A huge radius with a single line-search iteration: every full step overshoots and is rejected.
     # (A tiny radius such as 1e-12 does not force failures: steps that small are accepted on rounding noise.)
-    model = TRPOPlus("MlpPolicy", "CartPole-v1", target_kl=1e4, cg_damping=0.1, line_search_max_iter=1, seed=0, **SMALL)
+    model = tiny_cartpole(target_kl=1e4, cg_damping=0.1, line_search_max_iter=1)
     recorder = UpdateRecorder()
     adaptive = AdaptiveTrustRegionCallback(
         ls_fail_threshold=2, max_kl_decay=0.5, min_max_kl=2500.0, damping_growth=1.5, max_damping=0.2

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import tiny_cartpole
 from stable_baselines3.common.logger import configure
 
-from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
 from sb3_trpo_plus.plot import NoLogsError, diagnostics_series, main, plot_diagnostics, read_run, resolve_run
 
@@ -27,17 +27,10 @@ def train_short_run(log_format: str, folder: Path, tb_log_name: str = "plain") -
     12 updates that mix failed and accepted line searches: a radius far too large with a single line-search
     iteration fails, the adaptive callback shrinks it until steps are accepted. Returns the run folder.
     """
-    model = TRPOPlus(
-        "MlpPolicy",
-        "CartPole-v1",
-        n_steps=64,
-        batch_size=64,
-        n_critic_updates=1,
+    model = tiny_cartpole(
         target_kl=100.0,
         line_search_max_iter=1,
         stats_window_size=5,
-        policy_kwargs=dict(net_arch=[16]),
-        seed=0,
         tensorboard_log=str(folder) if log_format == "tensorboard" else None,
     )
     if log_format == "csv":

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from helpers import tiny_cartpole
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import (
@@ -403,16 +404,7 @@ def test_sub_sampling(monkeypatch):
 
 
 def test_line_search_health_warning():
-    model = TRPOPlus(
-        "MlpPolicy",
-        "CartPole-v1",
-        seed=0,
-        stats_window_size=10,
-        n_steps=16,
-        batch_size=16,
-        n_critic_updates=1,
-        policy_kwargs=dict(net_arch=[8]),
-    )
+    model = tiny_cartpole(n_steps=16, width=8, stats_window_size=10)
     with pytest.warns(RuntimeWarning, match="line search unhealthy") as record:
         model.learn(14 * 16, callback=ZeroAdvantages())
     # once per episode of trouble, not once per update
