@@ -241,14 +241,9 @@ def zoo_env_and_model(
     env_id: str,
     hyperparams: dict[str, Any],
     *,
-    seed: int,
-    log_folder: str | os.PathLike,
-    n_timesteps: int,
-    device: str = "auto",
-    tensorboard_log: str = "",
-    args: argparse.Namespace | None = None,
     model_class: type | None = None,
     load_path: str | os.PathLike | None = None,
+    **settings: Any,
 ) -> tuple[Any, Any, Any]:
     """
     The environment, the model and the experiment of one YAML entry, built as ``python -m rl_zoo3.train`` builds
@@ -257,21 +252,14 @@ def zoo_env_and_model(
 
     :param model_class: the class to instantiate instead of the zoo's (e.g. a subclass that times its phases)
     :param load_path: a saved model to load (with the environment) instead of creating one
+    :param settings: the experiment's settings, the keyword arguments of :func:`make_experiment` (``seed``,
+        ``log_folder``, ``n_timesteps``, ``device``, ...)
     :return: ``(env, model, experiment)``; ``experiment.callbacks`` holds the entry's callbacks
     """
     from rl_zoo3.utils import ALGOS
 
-    experiment = make_experiment(
-        algo,
-        env_id,
-        hyperparams,
-        seed=seed,
-        log_folder=log_folder,
-        n_timesteps=n_timesteps,
-        device=device,
-        tensorboard_log=tensorboard_log,
-        args=args,
-    )
+    experiment = make_experiment(algo, env_id, hyperparams, **settings)
+    seed, device = experiment.seed, experiment.device
     unprocessed, saved_hyperparams = experiment.read_hyperparameters()
     processed, experiment.env_wrapper, experiment.callbacks, experiment.vec_env_wrapper = experiment._preprocess_hyperparams(
         unprocessed

@@ -5,10 +5,14 @@ With ``share_features_extractor=True`` (SB3's default) the critic trains only it
 features; with ``False`` it has its own CNN and trains all of it. This script trains both on the same seeds and
 budget, evaluates them on separate evaluation environments, and writes ``docs/critic_features.md``.
 
+Both are the ``MinAtar/Breakout-v1`` entry of ``hyperparams/trpo_plus.yml`` as it is (read and built as the other
+benchmarks do, by rl_zoo3's ``ExperimentManager``: wrappers, ``n_envs``, policy, callbacks), with only
+``policy_kwargs`` set by the variant (``VARIANTS``).
+
 Usage::
 
-    python benchmarks/critic_features.py --seeds 0 1 2 --budget 400000
-    python benchmarks/critic_features.py --report-only
+    python -m benchmarks.critic_features --seeds 0 1 2 --budget 400000
+    python -m benchmarks.critic_features --report-only
 
 Results go to ``benchmarks/results/critic_features/<config>/seed<k>.json``; finished runs are skipped (resumable).
 """
@@ -16,64 +20,46 @@ Results go to ``benchmarks/results/critic_features/<config>/seed<k>.json``; fini
 import argparse
 import json
 import platform
+import tempfile
 import time
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 import torch as th
-from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
-from sb3_trpo_plus import TRPOPlus
-from sb3_trpo_plus.torch_layers import MinAtarCnnPolicy
+from benchmarks._common import REPO_ROOT, RESULTS_DIR, load_hyperparams, to_jsonable, write_json, zoo_env_and_model
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "critic_features"
+RESULTS = RESULTS_DIR / "critic_features"
 ENV_ID = "MinAtar/Breakout-v1"
-CONFIGS = {"shared": True, "separate": False}
-# The MinAtar/Breakout-v1 entry of hyperparams/trpo_plus.yml (its n_timesteps aside)
-HYPERPARAMS = dict(
-    n_steps=128,
-    batch_size=128,
-    gamma=0.99,
-    gae_lambda=0.95,
-    target_kl=0.02,
-    cg_damping=0.05,
-    cg_max_steps=15,
-    line_search_max_iter=15,
-    line_search_shrinking_factor=0.6,
-    learning_rate=5e-4,
-    n_critic_updates=10,
-    ent_coef=0.01,
-    ent_coef_decay=0.9995,
-    min_ent_coef=0.001,
-)
-
-
-def make_env(n_envs: int, seed: int):
-    import minatar.gym
-
-    minatar.gym.register_envs()
-    return make_vec_env(
-        ENV_ID, n_envs=n_envs, seed=seed, wrapper_class=gym.wrappers.TimeLimit, wrapper_kwargs=dict(max_episode_steps=10_000)
-    )
+#: What each configuration changes in the entry (it replaces the entry's ``policy_kwargs``, as ``--params`` would)
+VARIANTS = {
+    "shared": {"policy_kwargs": "dict(share_features_extractor=True)"},
+    "separate": {"policy_kwargs": "dict(share_features_extractor=False)"},
+}
+#: Evaluation environments are seeded with ``seed + EVAL_SEED_OFFSET`` (never the training envs' seeds)
+EVAL_SEED_OFFSET = 10_000
 
 
 def run(config: str, seed: int, budget: int, eval_every: int, n_eval_episodes: int) -> dict:
-    env = make_env(8, seed)
-    eval_env = make_env(1, seed + 10_000)
-    model = TRPOPlus(
-        MinAtarCnnPolicy, env, seed=seed, policy_kwargs=dict(share_features_extractor=CONFIGS[config]), **HYPERPARAMS
-    )
-    curve = []
-    start = time.perf_counter()
-    while model.num_timesteps < budget:
-        model.learn(eval_every, reset_num_timesteps=False)
-        mean, std = evaluate_policy(model, eval_env, n_eval_episodes=n_eval_episodes, deterministic=False)
-        curve.append({"timesteps": model.num_timesteps, "mean_reward": float(mean), "std_reward": float(std)})
-        print(f"{config} seed {seed}: {model.num_timesteps} steps, eval {mean:.2f} +/- {std:.2f}", flush=True)
-    elapsed = time.perf_counter() - start
+    hyperparams, source = load_hyperparams("trpo_plus", ENV_ID)
+    hyperparams.update(VARIANTS[config])
+    with tempfile.TemporaryDirectory() as log_folder:
+        env, model, experiment = zoo_env_and_model(
+            "trpo_plus", ENV_ID, hyperparams, seed=seed, log_folder=log_folder, n_timesteps=budget
+        )
+        eval_env = experiment.create_envs(1, eval_env=True)
+        eval_env.seed(seed + EVAL_SEED_OFFSET)
+        curve = []
+        start = time.perf_counter()
+        while model.num_timesteps < budget:
+            model.learn(eval_every, reset_num_timesteps=False, callback=list(experiment.callbacks))
+            mean, std = evaluate_policy(model, eval_env, n_eval_episodes=n_eval_episodes, deterministic=False)
+            curve.append({"timesteps": model.num_timesteps, "mean_reward": float(mean), "std_reward": float(std)})
+            print(f"{config} seed {seed}: {model.num_timesteps} steps, eval {mean:.2f} +/- {std:.2f}", flush=True)
+        elapsed = time.perf_counter() - start
+        env.close()
+        eval_env.close()
     return {
         "config": config,
         "seed": seed,
@@ -82,34 +68,45 @@ def run(config: str, seed: int, budget: int, eval_every: int, n_eval_episodes: i
         "final_mean_reward": curve[-1]["mean_reward"],
         "steps_per_second": model.num_timesteps / elapsed,
         "n_eval_episodes": n_eval_episodes,
+        "hyperparams_source": f"{source} with {' '.join(f'{k}:{v}' for k, v in VARIANTS[config].items())}",
+        "hyperparams": to_jsonable(dict(experiment.saved_hyperparams)),
     }
 
 
+#: The hyperparameters of the runs recorded before this script read the YAML entry
+UNRECORDED_SOURCE = "not recorded (a copy of the entry made before the script read the YAML)"
+
+
 def report(out: Path) -> None:
-    rows = []
-    for config in CONFIGS:
+    rows, episodes = [], set()
+    for config in VARIANTS:
         results = [json.loads(path.read_text()) for path in sorted((RESULTS / config).glob("seed*.json"))]
         if not results:
             continue
         finals = np.array([r["final_mean_reward"] for r in results])
         speed = np.mean([r["steps_per_second"] for r in results])
         seeds = ", ".join(str(r["seed"]) for r in results)
+        sources = "; ".join(
+            sorted({f"`{r['hyperparams_source']}`" if "hyperparams_source" in r else UNRECORDED_SOURCE for r in results})
+        )
+        episodes.update(r["n_eval_episodes"] for r in results)
         rows.append(
             f"| {config} | {len(results)} ({seeds}) | {results[0]['budget']:,} | {finals.mean():.2f} | "
-            f"{finals.min():.2f} .. {finals.max():.2f} | {speed:.0f} |"
+            f"{finals.min():.2f} .. {finals.max():.2f} | {speed:.0f} | {sources} |"
         )
     lines = [
         "# Shared or separate critic features (CnnPolicy)",
         "",
-        "Generated by `python benchmarks/critic_features.py` (do not edit by hand).",
+        "Generated by `python -m benchmarks.critic_features` (do not edit by hand).",
         f"Machine: {platform.processor() or platform.machine()}, torch {th.__version__}, 1 torch thread per run.",
         "",
-        f"TRPOPlus on `{ENV_ID}` with the `MinAtarCnnPolicy` of `hyperparams/trpo_plus.yml`, 8 envs, same seeds and",
-        "budget for both; evaluation on a separate environment (stochastic policy, "
-        f"{results[0]['n_eval_episodes'] if rows else '?'} episodes) at the end of training.",
+        f"TRPOPlus on `{ENV_ID}`, its entry of `hyperparams/trpo_plus.yml` with the `MinAtarCnnPolicy` and only",
+        "`share_features_extractor` changed, same seeds and budget for both; evaluation on a separate environment",
+        f"(stochastic policy, {', '.join(map(str, sorted(episodes))) or '?'} episodes) at the end of training.",
         "",
-        "| critic features | seeds | budget (steps) | final eval reward (mean over seeds) | min .. max | steps/s |",
-        "|---|---|---|---|---|---|",
+        "| critic features | seeds | budget (steps) | final eval reward (mean over seeds) | min .. max | steps/s "
+        "| hyperparameters |",
+        "|---|---|---|---|---|---|---|",
         *rows,
         "",
     ]
@@ -123,10 +120,10 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=400_000)
     parser.add_argument("--eval-every", type=int, default=50_000)
     parser.add_argument("--n-eval-episodes", type=int, default=20)
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--configs", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "critic_features.md")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "critic_features.md")
     args = parser.parse_args()
     th.set_num_threads(args.threads)
     if not args.report_only:
@@ -135,9 +132,7 @@ def main() -> None:
                 path = RESULTS / config / f"seed{seed}.json"
                 if path.exists():
                     continue
-                result = run(config, seed, args.budget, args.eval_every, args.n_eval_episodes)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(result, indent=1))
+                write_json(path, run(config, seed, args.budget, args.eval_every, args.n_eval_episodes))
     report(args.out)
 
 

@@ -47,25 +47,12 @@ from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticP
 from torch import nn
 
 from benchmarks._common import RESULTS_DIR, command_line, machine_info, register_envs, write_json
+from benchmarks._timing import best_time
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus.policy_jvp import actor_critic_jvp, functional_jvp
 from sb3_trpo_plus.trust_region import FisherVectorProduct
 
 Setup = Callable[[], tuple[Callable[..., th.Tensor], th.Tensor]]
-
-
-def best_time(fn: Callable[[], object], repeats: int, warmup: bool = True, collect: bool = True) -> float:
-    """Best wall-clock time of ``repeats`` calls of ``fn`` (after one untimed warm-up call), in seconds."""
-    if warmup:
-        fn()
-    if collect:
-        gc.collect()  # once: a collection costs tens of milliseconds, more than a whole MLP solve
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def atari_frames(batch: int, seed: int) -> tuple[th.Tensor, spaces.Space, spaces.Space]:

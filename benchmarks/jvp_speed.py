@@ -5,12 +5,10 @@ The tangent is taken with respect to all parameters (no input tangent), as in TR
 
 Usage::
 
-    python benchmarks/jvp_speed.py --batch 512 --repeats 5 --threads 1
+    python -m benchmarks.jvp_speed --batch 512 --repeats 5 --threads 1
 """
 
 import argparse
-import time
-from collections.abc import Callable
 
 import numpy as np
 import torch as th
@@ -18,18 +16,8 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import NatureCNN
 from torch.func import functional_call
 
+from benchmarks._timing import best_time
 from sb3_trpo_plus.jvp import linearize
-
-
-def best_time(fn: Callable[[], object], repeats: int) -> float:
-    """Best wall-clock time of ``repeats`` calls (after one warm-up call), in milliseconds."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000.0 * min(times)
 
 
 def main() -> None:
@@ -65,10 +53,10 @@ def main() -> None:
     actual = lin.jvp(tangents)
     rel_err = ((actual - expected).abs().max() / expected.abs().max()).item()
 
-    t_forward = best_time(forward, args.repeats)
-    t_reference = best_time(reference, args.repeats)
-    t_linearize = best_time(lambda: linearize(cnn, x), args.repeats)
-    t_jvp = best_time(lambda: lin.jvp(tangents), args.repeats)
+    t_forward = 1000.0 * best_time(forward, args.repeats)
+    t_reference = 1000.0 * best_time(reference, args.repeats)
+    t_linearize = 1000.0 * best_time(lambda: linearize(cnn, x), args.repeats)
+    t_jvp = 1000.0 * best_time(lambda: lin.jvp(tangents), args.repeats)
 
     print(f"NatureCNN, batch {args.batch} x 4x84x84, {args.threads} thread(s), best of {args.repeats}")
     print(f"  forward (no grad)            {t_forward:9.1f} ms")

@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,22 +95,22 @@ def _curve_callback_class() -> type:
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import sync_envs_normalization
 
+    @dataclass(eq=False)
     class CurveCallback(BaseCallback):
         """
         Evaluate every ``eval_freq`` steps (and at step 0) on ``eval_env``; write the curve to ``curve_path`` after
         each evaluation, so that a resumed run keeps the points up to its checkpoint.
         """
 
-        def __init__(
-            self, eval_env: Any, eval_freq: int, n_episodes: int, deterministic: bool, curve: dict[str, list], curve_path: Path
-        ) -> None:
+        eval_env: Any
+        eval_freq: int
+        n_episodes: int
+        deterministic: bool
+        curve: dict[str, list]
+        curve_path: Path
+
+        def __post_init__(self) -> None:
             super().__init__()
-            self.eval_env = eval_env
-            self.eval_freq = eval_freq
-            self.n_episodes = n_episodes
-            self.deterministic = deterministic
-            self.curve = curve
-            self.curve_path = curve_path
 
         def evaluate(self) -> None:
             start = time.perf_counter()

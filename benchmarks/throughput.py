@@ -27,9 +27,9 @@ import gc
 import json
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -49,6 +49,7 @@ from benchmarks._common import (
     write_json,
     zoo_env_and_model,
 )
+from benchmarks._timing import PhaseTimer, counting, marking, marking_start, patched, phase_split
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.trust_region import FisherVectorProduct
@@ -130,151 +131,64 @@ class UpdateTimer(BaseCallback):
 # --- phase timing --------------------------------------------------------------------------------------------
 
 
-class TimedTRPOPlus(TRPOPlus):
-    """TRPOPlus that records, per update, when each part of ``train()`` starts and ends (see :func:`phase_split`)."""
+class TimedTRPOPlus(PhaseTimer, TRPOPlus):
+    """TRPOPlus that records, per update, when each part of ``train()`` starts and ends (see ``spans``)."""
 
-    phase_log: list[dict[str, float]]
-    _marks: dict[str, float]
-
-    def mark(self, name: str, once: bool = True) -> None:
-        if not (once and name in self._marks):
-            self._marks[name] = time.perf_counter()
-
-    def train(self) -> None:
-        self._marks = {"fvp_calls": 0.0, "fvp_s": 0.0}
-        self.mark("train_start")
-        super().train()
-        self.mark("train_end")
-        self.phase_log.append(self._marks)
+    #: what each part contains: see the report
+    spans: ClassVar[dict[str, tuple[str, str]]] = {
+        "actor_params": ("actor_params_start", "actor_params_end"),
+        "gradient": ("policy_start", "fvp_setup_start"),
+        "fvp_setup": ("fvp_setup_start", "cg_start"),
+        "cg": ("cg_start", "cg_end"),
+        "curvature": ("cg_end", "line_search_start"),
+        "line_search": ("line_search_start", "policy_end"),
+        "critic": ("critic_start", "critic_end"),
+        "total": ("train_start", "train_end"),
+    }
 
     def _actor_params(self, observations: Any = None) -> Any:
-        self.mark("actor_params_start")
-        try:
-            return super()._actor_params(observations)
-        finally:
-            self.mark("actor_params_end")
+        return self.marked("actor_params", super()._actor_params, observations)
 
     def _update_policy(self, *args: Any, **kwargs: Any) -> Any:
-        self.mark("policy_start")
-        try:
-            return super()._update_policy(*args, **kwargs)
-        finally:
-            self.mark("policy_end")
+        return self.marked("policy", super()._update_policy, *args, **kwargs)
 
     def _jvp_fn(self, *args: Any, **kwargs: Any) -> Any:
         self.mark("fvp_setup_start")
         return super()._jvp_fn(*args, **kwargs)
 
     def _update_critic(self, *args: Any, **kwargs: Any) -> Any:
-        self.mark("critic_start")
-        try:
-            return super()._update_critic(*args, **kwargs)
-        finally:
-            self.mark("critic_end")
-
-
-@contextlib.contextmanager
-def _patched(owner: Any, name: str, make_wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
-    original = getattr(owner, name)
-    setattr(owner, name, make_wrapper(original))
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
+        return self.marked("critic", super()._update_critic, *args, **kwargs)
 
 
 @contextlib.contextmanager
 def trpo_plus_phase_timing(model: TimedTRPOPlus) -> Iterator[None]:
     """Wrap the functions ``TRPOPlus._update_policy`` calls, to mark the CG and line-search boundaries."""
     model.phase_log = []
-
-    def cg_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def conjugate_gradient_solver(*args: Any, **kwargs: Any) -> Any:
-            model.mark("cg_start")
-            try:
-                return original(*args, **kwargs)
-            finally:
-                model.mark("cg_end")
-
-        return conjugate_gradient_solver
-
-    def assign_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def assign_params(*args: Any, **kwargs: Any) -> Any:
-            model.mark("line_search_start")  # the first assignment is the first line-search candidate
-            return original(*args, **kwargs)
-
-        return assign_params
-
-    def fvp_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def __call__(self: FisherVectorProduct, *args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                model._marks["fvp_calls"] += 1
-                model._marks["fvp_s"] += time.perf_counter() - start
-
-        return __call__
-
     with (
-        _patched(trpo_plus_module, "conjugate_gradient_solver", cg_wrapper),
-        _patched(trpo_plus_module, "assign_params", assign_wrapper),
-        _patched(FisherVectorProduct, "__call__", fvp_wrapper),
+        patched(trpo_plus_module, "conjugate_gradient_solver", marking(model, "cg")),
+        # the first assignment is the first line-search candidate
+        patched(trpo_plus_module, "assign_params", marking_start(model, "line_search_start")),
+        patched(FisherVectorProduct, "__call__", counting(model)),
     ):
         yield
 
 
-def _span(marks: dict[str, float], start: str, end: str) -> float:
-    return marks[end] - marks[start] if start in marks and end in marks else float("nan")
-
-
-def trpo_plus_phase_split(marks: dict[str, float]) -> dict[str, float]:
-    """Seconds of one TRPOPlus update in each part (what each contains: see the report)."""
-    return {
-        "actor_params": _span(marks, "actor_params_start", "actor_params_end"),
-        "gradient": _span(marks, "policy_start", "fvp_setup_start"),
-        "fvp_setup": _span(marks, "fvp_setup_start", "cg_start"),
-        "cg": _span(marks, "cg_start", "cg_end"),
-        "curvature": _span(marks, "cg_end", "line_search_start"),
-        "line_search": _span(marks, "line_search_start", "policy_end"),
-        "critic": _span(marks, "critic_start", "critic_end"),
-        "total": _span(marks, "train_start", "train_end"),
-        "fvp_calls": marks["fvp_calls"],
-        "fvp_mean": marks["fvp_s"] / max(marks["fvp_calls"], 1.0),
-    }
-
-
-class TimedTRPO(TRPO):
+class TimedTRPO(PhaseTimer, TRPO):
     """sb3-contrib TRPO with per-update timestamps (its ``train()`` is one block: the split is coarser)."""
 
-    phase_log: list[dict[str, float]]
-    _marks: dict[str, float]
-
-    def mark(self, name: str, once: bool = True) -> None:
-        if not (once and name in self._marks):
-            self._marks[name] = time.perf_counter()
-
-    def train(self) -> None:
-        self._marks = {"hvp_calls": 0.0, "hvp_s": 0.0}
-        self.mark("train_start")
-        super().train()
-        self.mark("train_end")
-        self.phase_log.append(self._marks)
+    spans: ClassVar[dict[str, tuple[str, str]]] = {
+        "gradient": ("train_start", "cg_start"),
+        "cg": ("cg_start", "cg_end"),
+        "line_search": ("cg_end", "critic_start"),  # includes the curvature product
+        "critic": ("critic_start", "train_end"),
+        "total": ("train_start", "train_end"),
+    }
 
     def _compute_actor_grad(self, *args: Any, **kwargs: Any) -> Any:
-        self.mark("actor_grad_start")
-        try:
-            return super()._compute_actor_grad(*args, **kwargs)
-        finally:
-            self.mark("actor_grad_end")
+        return self.marked("actor_grad", super()._compute_actor_grad, *args, **kwargs)
 
     def hessian_vector_product(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return super().hessian_vector_product(*args, **kwargs)
-        finally:
-            self._marks["hvp_calls"] += 1
-            self._marks["hvp_s"] += time.perf_counter() - start
+        return self.counted(super().hessian_vector_product, *args, **kwargs)
 
 
 @contextlib.contextmanager
@@ -289,34 +203,12 @@ def trpo_phase_timing(model: TimedTRPO) -> Iterator[None]:
             model.mark("critic_start")  # the critic's minibatches; the actor fetches the whole buffer
         return buffer_get(batch_size)
 
-    def cg_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def conjugate_gradient_solver(*args: Any, **kwargs: Any) -> Any:
-            model.mark("cg_start")
-            try:
-                return original(*args, **kwargs)
-            finally:
-                model.mark("cg_end")
-
-        return conjugate_gradient_solver
-
     model.rollout_buffer.get = get  # type: ignore[method-assign]
     try:
-        with _patched(trpo_module, "conjugate_gradient_solver", cg_wrapper):
+        with patched(trpo_module, "conjugate_gradient_solver", marking(model, "cg")):
             yield
     finally:
         del model.rollout_buffer.get
-
-
-def trpo_phase_split(marks: dict[str, float]) -> dict[str, float]:
-    return {
-        "gradient": _span(marks, "train_start", "cg_start"),
-        "cg": _span(marks, "cg_start", "cg_end"),
-        "line_search": _span(marks, "cg_end", "critic_start"),  # includes the curvature product
-        "critic": _span(marks, "critic_start", "train_end"),
-        "total": _span(marks, "train_start", "train_end"),
-        "fvp_calls": marks["hvp_calls"],
-        "fvp_mean": marks["hvp_s"] / max(marks["hvp_calls"], 1.0),
-    }
 
 
 # --- measurements ----------------------------------------------------------------------------------------------
@@ -372,11 +264,8 @@ def _measure(
         "rollout_steps_per_s": steps / float(np.sum(rollouts)),
         "train_s_per_update": [float(t) for t in trains],
     }
-    if isinstance(model, TimedTRPOPlus):
-        splits = [trpo_plus_phase_split(marks) for marks in model.phase_log[warmup:]]
-        result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
-    elif isinstance(model, TimedTRPO):
-        splits = [trpo_phase_split(marks) for marks in model.phase_log[warmup:]]
+    if isinstance(model, PhaseTimer):
+        splits = [phase_split(marks, model.spans) for marks in model.phase_log[warmup:]]
         result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
     env.close()
     del model, env

@@ -176,7 +176,7 @@ def test_minatar_aggregate(tmp_path):
                 path = tmp_path / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps({"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": score}}))
-    text = "\n".join(minatar_section(tmp_path))
+    text = minatar_section(tmp_path)
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
     assert "**yes**" in rows["Freeway"] and "**yes**" not in rows["Breakout"]
     assert "| 2.00 |" in rows["Breakout"]  # TRPOPlus's normalized mean on a game

@@ -41,6 +41,7 @@ SDIST_FILES = [
     "tests/test_docs.py",
     "tests/test_zoo.py",
     "benchmarks/report.py",
+    "benchmarks/report_template.md",
     "benchmarks/hyperparams.yml",
 ]
 
