@@ -280,6 +280,45 @@ def _measure(
     return result
 
 
+def merge_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One algorithm's measurements of several rounds as one: times and steps summed, rates from the sums."""
+    if len(rounds) == 1:
+        return rounds[0]
+    merged = dict(rounds[0])
+    for key in ("steps", "rollout_s", "train_s", "timed_updates", "rollouts"):
+        if key in merged:
+            merged[key] = sum(measurement[key] for measurement in rounds)
+    if "train_s" in merged:
+        merged["steps_per_s"] = merged["steps"] / (merged["rollout_s"] + merged["train_s"])
+        merged["rollout_steps_per_s"] = merged["steps"] / merged["rollout_s"]
+        merged["train_s_per_update"] = [t for measurement in rounds for t in measurement["train_s_per_update"]]
+    else:
+        merged["steps_per_s"] = merged["steps"] / merged["rollout_s"]
+    if "phases" in merged:
+        weights = [measurement["timed_updates"] for measurement in rounds]
+        merged["phases"] = {
+            key: float(np.average([measurement["phases"][key] for measurement in rounds], weights=weights))
+            for key in merged["phases"]
+        }
+    merged["steps_per_s_by_round"] = [measurement["steps_per_s"] for measurement in rounds]
+    return merged
+
+
+def measured_rates(env_result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every algorithm's merged measurement and the rollout-only one, as ``(name, measurement)``."""
+    return [*env_result["algos"].items(), ("rollout_only", env_result["rollout_only"])]
+
+
+def rate_ratios(rates: dict[str, float]) -> dict[str, float]:
+    """Each algorithm's steps/s over the rollout-only rate, and TRPOPlus's over each other algorithm's."""
+    ceiling = rates["rollout_only"]
+    algos = {algo: rate for algo, rate in rates.items() if algo != "rollout_only"}
+    ratios = {f"{algo}/rollout_only": rate / ceiling for algo, rate in algos.items()}
+    if "trpo_plus" in algos:
+        ratios.update({f"trpo_plus/{algo}": algos["trpo_plus"] / rate for algo, rate in algos.items() if algo != "trpo_plus"})
+    return ratios
+
+
 def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args: argparse.Namespace) -> dict[str, Any]:
     """Rollouts of the TRPOPlus model (its policy forward, env steps, buffer), built as for its timing, no update."""
     with tempfile.TemporaryDirectory() as log_folder:
@@ -325,6 +364,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="overrides key:value of TRPOPlus's hyperparameters on Breakout, its rollout-only run included "
         "(e.g. 'policy_kwargs:dict(share_features_extractor=True)')",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every algorithm this many times, in turn, the order reversed each round (a shared machine's "
+        "speed drifts: each algorithm then sees the same drift); rates sum the rounds, ratios per round are kept too",
+    )
     parser.add_argument("--phase-timing", action="store_true", help="split the TRPOPlus and TRPO updates into parts")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (Breakout)")
     parser.add_argument(
@@ -351,27 +397,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rollout = {"n_steps": args.breakout_n_steps, "n_envs": args.breakout_n_envs}
             spec.update(trpo_plus_params=args.params, rollout={key: value for key, value in rollout.items() if value})
         env_result: dict[str, Any] = {**spec, "threads": threads, "command": command_line(), "machine": machine_info()}
-        env_result["algos"] = {}
-        for algo in args.algos:
-            if env_name == "cartpole":
-                updates, warmup = args.cartpole_updates, args.warmup_updates
-            elif algo == "trpo":
-                updates, warmup = args.trpo_updates, args.trpo_warmup_updates
-            else:
-                updates, warmup = args.updates, args.warmup_updates
-            env_result["algos"][algo] = measure_algo(algo, spec, updates, warmup, args)
+        rollouts = args.cartpole_updates if env_name == "cartpole" else args.updates
+        measured: dict[str, list[dict[str, Any]]] = {algo: [] for algo in [*args.algos, "rollout_only"]}
+        for round_index in range(args.rounds):
+            order = [*args.algos, "rollout_only"]
+            for algo in order if round_index % 2 == 0 else order[::-1]:
+                if algo == "rollout_only":
+                    measured[algo].append(measure_rollout_only(spec, rollouts, args.warmup_updates, args))
+                    continue
+                if env_name == "cartpole":
+                    updates, warmup = args.cartpole_updates, args.warmup_updates
+                elif algo == "trpo":
+                    updates, warmup = args.trpo_updates, args.trpo_warmup_updates
+                else:
+                    updates, warmup = args.updates, args.warmup_updates
+                measured[algo].append(measure_algo(algo, spec, updates, warmup, args))
+        env_result["algos"] = {algo: merge_rounds(measured[algo]) for algo in args.algos}
+        env_result["rollout_only"] = merge_rounds(measured["rollout_only"])
         # the rollout of the report's heading: TRPOPlus's (every entry compared here has the same)
         first = env_result["algos"].get("trpo_plus") or next(iter(env_result["algos"].values()))
-        env_result.update(n_envs=first["n_envs"], n_steps=first["n_steps"])
-        rollouts = args.cartpole_updates if env_name == "cartpole" else args.updates
-        env_result["rollout_only"] = measure_rollout_only(spec, rollouts, args.warmup_updates, args)
-        rates = {algo: value["steps_per_s"] for algo, value in env_result["algos"].items()}
-        ratios = {f"{algo}/rollout_only": rate / env_result["rollout_only"]["steps_per_s"] for algo, rate in rates.items()}
-        if "trpo_plus" in rates:
-            ratios.update(
-                {f"trpo_plus/{algo}": rates["trpo_plus"] / rate for algo, rate in rates.items() if algo != "trpo_plus"}
-            )
-        env_result["ratios"] = ratios
+        env_result.update(n_envs=first["n_envs"], n_steps=first["n_steps"], rounds=args.rounds)
+        env_result["ratios"] = ratios = rate_ratios({algo: value["steps_per_s"] for algo, value in measured_rates(env_result)})
+        if args.rounds > 1:
+            env_result["ratios_by_round"] = [
+                rate_ratios({algo: measured[algo][index]["steps_per_s"] for algo in measured}) for index in range(args.rounds)
+            ]
+            for key in ratios:
+                by_round = [round_ratios[key] for round_ratios in env_result["ratios_by_round"]]
+                print(f"  {key}: {ratios[key]:.2f} over all rounds, per round " + ", ".join(f"{r:.2f}" for r in by_round))
         env_result["load_average_after"] = machine_info()["load_average"]
         result["envs"][env_name] = env_result
         print(f"[{spec['env_id']}] ratios: " + ", ".join(f"{key} {value:.2f}" for key, value in ratios.items()), flush=True)

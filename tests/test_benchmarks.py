@@ -56,6 +56,20 @@ def test_throughput(tmp_path):
     assert json.loads(out.read_text())["envs"]["breakout"]["algos"]["ppo"]["n_steps"] == 4
 
 
+def test_throughput_rounds(tmp_path):
+    # Several rounds, in turn: every measurement kept per round, rates and ratios from the sums
+    argv = ["--envs", "cartpole", "--algos", "trpo_plus", "ppo", "--cartpole-updates", "1", "--warmup-updates", "0"]
+    result = throughput.main([*argv, "--rounds", "2", "--out", str(tmp_path / "throughput.json")])
+    cartpole = result["envs"]["cartpole"]
+    plus, ppo = cartpole["algos"]["trpo_plus"], cartpole["algos"]["ppo"]
+    assert cartpole["rounds"] == 2 and plus["timed_updates"] == 2 and len(plus["train_s_per_update"]) == 2
+    assert len(plus["steps_per_s_by_round"]) == 2 and len(cartpole["rollout_only"]["steps_per_s_by_round"]) == 2
+    assert plus["steps_per_s"] == pytest.approx(plus["steps"] / (plus["rollout_s"] + plus["train_s"]))
+    assert cartpole["ratios"]["trpo_plus/ppo"] == pytest.approx(plus["steps_per_s"] / ppo["steps_per_s"])
+    by_round = [ratios["trpo_plus/ppo"] for ratios in cartpole["ratios_by_round"]]
+    assert by_round == pytest.approx([a / b for a, b in zip(plus["steps_per_s_by_round"], ppo["steps_per_s_by_round"])])
+
+
 @pytest.fixture(scope="module")
 def learning_results(tmp_path_factory) -> Path:
     """One tiny run of each algorithm on CartPole-v1 (in-process, one key per call)."""
