@@ -5,6 +5,7 @@
 #
 #     bash benchmarks/atari_campaign.sh            # both lanes in the background, logs in benchmarks/results/tmp/
 #     bash benchmarks/atari_campaign.sh --status   # which runs are finished
+#     bash benchmarks/atari_campaign.sh --lane 1   # one lane only (1 or 2), e.g. on a one-core share
 #
 # Lane 1: TRPOPlus `atari` entry on ALE Breakout, seeds 0, 1, 2 (1M steps each).
 # Lane 2: PPO `atari` entry on ALE Breakout, seeds 1, 2 (seed 0 exists), then the MinAtar sweep (TRPOPlus and PPO,
@@ -40,8 +41,15 @@ if [ "${1:-}" = "--status" ]; then
     exit 0
 fi
 
+lane1() { breakout trpo_plus 0 && breakout trpo_plus 1 && breakout trpo_plus 2; }
+lane2() { breakout ppo 1 && breakout ppo 2 && minatar; }
+
 mkdir -p "$LOGS"
-(breakout trpo_plus 0 && breakout trpo_plus 1 && breakout trpo_plus 2) > "$LOGS/lane1.log" 2>&1 &
-(breakout ppo 1 && breakout ppo 2 && minatar) > "$LOGS/lane2.log" 2>&1 &
+if [ "${1:-}" = "--lane" ]; then
+    "lane$2" >> "$LOGS/lane$2.log" 2>&1 &
+else
+    lane1 >> "$LOGS/lane1.log" 2>&1 &
+    lane2 >> "$LOGS/lane2.log" 2>&1 &
+fi
 echo "lanes started (pids $(jobs -p | tr '\n' ' ')); logs in $LOGS/"
 wait

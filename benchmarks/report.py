@@ -301,7 +301,15 @@ def throughput_env(env_name: str, env: dict[str, Any]) -> str:
         )
         for algo, result in env["algos"].items()
     ]
-    ratios = ({"name": key.replace("_", " "), "value": value} for key, value in env["ratios"].items())
+    by_round = env.get("ratios_by_round", [])
+    ratios = (
+        {
+            "name": key.replace("_", " "),
+            "value": value,
+            "rounds": fill("throughput.ratio.rounds", values=", ".join(f"{r[key]:.2f}" for r in by_round)) if by_round else "",
+        }
+        for key, value in env["ratios"].items()
+    )
     fields = {
         **env,
         "batch": env["n_envs"] * env["n_steps"],
