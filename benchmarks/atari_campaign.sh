@@ -6,10 +6,17 @@
 #     bash benchmarks/atari_campaign.sh            # both lanes in the background, logs in benchmarks/results/tmp/
 #     bash benchmarks/atari_campaign.sh --status   # which runs are finished
 #     bash benchmarks/atari_campaign.sh --lane 1   # one lane only (1 or 2), e.g. on a one-core share
+#     bash benchmarks/atari_campaign.sh --carry    # before a checkout is thrown away: see below
 #
-# Lane 1: TRPOPlus `atari` entry on ALE Breakout, seeds 0, 1, 2 (1M steps each).
-# Lane 2: PPO `atari` entry on ALE Breakout, seeds 1, 2 (seed 0 exists), then the MinAtar sweep (TRPOPlus and PPO,
-#         Asterix, Freeway, Seaquest, SpaceInvaders, seeds 1-3; Breakout seeds 1-3 exist).
+# A 1M-step Breakout run takes longer than a working session, and results/tmp/ is not committed. `--carry` copies the
+# latest checkpoint, the evaluation curve and the TensorBoard logs of every unfinished Breakout run to
+# benchmarks/results/in_progress/ (committed: about 30 MB per run); a run started in a new checkout begins from there.
+# A finished run's carried copy is deleted (commit the deletion with its result).
+#
+# Lane 1: ALE Breakout, 1M steps each: TRPOPlus `atari` entry seed 0, PPO `atari` entry seed 1, TRPOPlus seed 1,
+#         PPO seed 2, TRPOPlus seed 2 (PPO seed 0 exists); in turn, so that the two stay level.
+# Lane 2: the MinAtar sweep (TRPOPlus and PPO; Asterix, Freeway, Seaquest, SpaceInvaders; seeds 1, then 2, then 3;
+#         Breakout seeds 1-3 exist).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -18,31 +25,60 @@ PYTHON=${PYTHON:-.venv/bin/python}
 LOGS=benchmarks/results/tmp/campaign
 MINATAR_GAMES=(MinAtar/Asterix-v1 MinAtar/Freeway-v1 MinAtar/Seaquest-v1 MinAtar/SpaceInvaders-v1)
 
+CARRY=benchmarks/results/in_progress
+
 breakout() {  # algo seed
     local result=benchmarks/results/breakout/$1/seed$2.json
-    if [ -f "$result" ]; then echo "done: $result"; return; fi
+    local run=benchmarks/results/tmp/breakout/$1/seed$2 carried=$CARRY/breakout/$1/seed$2
+    if [ -f "$result" ]; then echo "done: $result"; rm -rf "$carried"; return; fi
+    if [ -d "$carried" ] && ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then
+        echo "starting from the carried checkpoint $carried"
+        mkdir -p "$run" && cp -r "$carried"/. "$run"/
+    fi
     OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.breakout --algo "$1" --budget 1e6 --seed "$2" --threads 1 \
-        --checkpoint-freq 50000 --resume
+        --checkpoint-freq 50000 --resume && rm -rf "$carried"
 }
 
-minatar() {  # learning.py skips the finished (algo, env, seed) keys and resumes the others from their checkpoints
-    OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.learning --algos trpo_plus ppo --envs "${MINATAR_GAMES[@]}" \
-        --seeds 1 2 3 --jobs 1 --threads 1
+carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinished Breakout run -> $CARRY
+    local run algo seed carried
+    for run in benchmarks/results/tmp/breakout/*/seed*; do
+        algo=$(basename "$(dirname "$run")") seed=${run##*/seed}
+        carried=$CARRY/breakout/$algo/seed$seed
+        if [ -f "benchmarks/results/breakout/$algo/seed$seed.json" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null
+        then continue; fi
+        rm -rf "$carried" && mkdir -p "$carried"
+        cp -r "$run/checkpoints" "$run/tensorboard" "$carried"/
+        [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
+        echo "carried $run ($(ls "$carried/checkpoints" | grep zip)) -> $carried ($(du -sh "$carried" | cut -f1))"
+    done
 }
+
+minatar() {  # learning.py skips the finished (algo, env, seed) keys; seed by seed, so every game has a pair early
+    for seed in 1 2 3; do
+        OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.learning --algos trpo_plus ppo --envs "${MINATAR_GAMES[@]}" \
+            --seeds "$seed" --jobs 1 --threads 1 || return
+    done
+}
+
+if [ "${1:-}" = "--carry" ]; then
+    carry
+    echo "commit it: git add -A $CARRY benchmarks/results/breakout benchmarks/results/learning"
+    exit 0
+fi
 
 if [ "${1:-}" = "--status" ]; then
     for algo_seed in "trpo_plus 0" "trpo_plus 1" "trpo_plus 2" "ppo 0" "ppo 1" "ppo 2"; do
         set -- $algo_seed
         file=benchmarks/results/breakout/$1/seed$2.json
-        [ -f "$file" ] && echo "finished  $file" || echo "to run    $file"
+        [ -f "$file" ] && echo "finished  $file" || echo "to run    $file$([ -d "$CARRY/breakout/$1/seed$2" ] && echo " (carried: $(ls "$CARRY/breakout/$1/seed$2/checkpoints" | grep zip))")"
     done
     "$PYTHON" -m benchmarks.learning --algos trpo_plus ppo --envs "${MINATAR_GAMES[@]}" --seeds 1 2 3 --dry-run \
         | grep -v "^would run"
     exit 0
 fi
 
-lane1() { breakout trpo_plus 0 && breakout trpo_plus 1 && breakout trpo_plus 2; }
-lane2() { breakout ppo 1 && breakout ppo 2 && minatar; }
+lane1() { breakout trpo_plus 0 && breakout ppo 1 && breakout trpo_plus 1 && breakout ppo 2 && breakout trpo_plus 2; }
+lane2() { minatar; }
 
 mkdir -p "$LOGS"
 if [ "${1:-}" = "--lane" ]; then

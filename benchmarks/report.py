@@ -56,6 +56,10 @@ MINATAR_GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 MINATAR_SEEDS = [1, 2, 3]
 #: The MinAtar comparison: TRPOPlus against the second, which normalizes the scores (random = 0, it = 1)
 MINATAR_ALGOS = ("trpo_plus", "ppo")
+#: Breakout: the entries compared (TRPOPlus first), their budget and the seeds each needs before it is judged
+BREAKOUT_ALGOS = ("trpo_plus", "ppo")
+BREAKOUT_BUDGET = 1_000_000
+BREAKOUT_MIN_SEEDS = 3
 COLORS = {"trpo_plus": "tab:blue", "trpo": "tab:orange", "ppo": "tab:green"}
 VARIANT_COLORS = ("tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink")
 FVP_LABELS = {
@@ -689,6 +693,63 @@ def breakout_row(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_dir: Path) -> str:
+    """
+    TRPOPlus's ``atari`` entry against PPO's over seeds: the runs of each entry as it is in this commit, at the full
+    budget (variants and runs of an older entry are left out); IQM and mean with 95% bootstrap intervals, the
+    learning curves with bands, and the verdict once both have ``BREAKOUT_MIN_SEEDS`` seeds.
+    """
+    by_algo = {
+        algo: [
+            r
+            for r in records
+            if r["algo"] == algo
+            and "variant" not in r
+            and r["n_timesteps"] == BREAKOUT_BUDGET
+            and differences_from_entry(r) == "none"
+        ]
+        for algo in BREAKOUT_ALGOS
+    }
+    by_algo = {algo: sorted(runs, key=lambda r: r["seed"]) for algo, runs in by_algo.items() if runs}
+    if not by_algo:
+        return fill("breakout.comparison.none", budget=BREAKOUT_BUDGET)
+    estimates = interval_estimates({algo: np.array([r["final"]["mean"] for r in runs]) for algo, runs in by_algo.items()})
+    image = images_dir / "breakout_entries_curves.png"
+    plot_curves("BreakoutNoFrameskip-v4", by_algo, image)
+    rows = (
+        {
+            "label": ALGO_LABELS[algo],
+            "n_seeds": len(runs),
+            "per_seed": fill_each("learning.seed", ({"seed": r["seed"], "score": r["final"]["mean"]} for r in runs), ", "),
+            **estimates[algo],
+        }
+        for algo, runs in by_algo.items()
+    )
+    plus, reference = BREAKOUT_ALGOS
+    if all(len(by_algo.get(algo, [])) >= BREAKOUT_MIN_SEEDS for algo in BREAKOUT_ALGOS):
+        plus_iqm, reference_iqm = estimates[plus]["iqm"], estimates[reference]["iqm"]
+        verdict = fill(
+            "breakout.comparison.verdict",
+            verdict=VERDICT[bool(plus_iqm.point >= reference_iqm.point)],
+            plus=plus_iqm.point,
+            reference=reference_iqm.point,
+            ratio=plus_iqm.point / reference_iqm.point if reference_iqm.point else float("nan"),
+            overlap=OVERLAP[bool(plus_iqm.low <= reference_iqm.high and reference_iqm.low <= plus_iqm.high)],
+        )
+    else:
+        counts = ", ".join(f"{ALGO_LABELS[algo]} {len(by_algo.get(algo, []))}" for algo in BREAKOUT_ALGOS)
+        verdict = fill("breakout.comparison.not_yet", counts=counts, min_seeds=BREAKOUT_MIN_SEEDS)
+    return fill(
+        "breakout.comparison",
+        budget=BREAKOUT_BUDGET,
+        bootstrap_reps=BOOTSTRAP_REPS,
+        bootstrap_seed=BOOTSTRAP_SEED,
+        rows=fill_each("breakout.comparison.row", rows),
+        verdict=verdict,
+        image=_image_link(image, docs_dir),
+    )
+
+
 def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     records = breakout_records(results_dir)
     if not records:
@@ -708,12 +769,13 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str
         for r in records
     )
     parts = [
+        breakout_comparison(records, images_dir, docs_dir),
         fill(
             "breakout",
             rows=fill_each("breakout.row", map(breakout_row, records)),
             machines=fill_each("breakout.machine", machines),
             image=_image_link(image, docs_dir),
-        )
+        ),
     ]
     for record in records:
         picture = record.get("diagnostics_picture")

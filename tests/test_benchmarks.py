@@ -202,3 +202,33 @@ def test_minatar_aggregate(tmp_path):
         [2.0 * (10.0 + s - 1.0) / (np.mean([10.0 + t for t in MINATAR_SEEDS]) - 1.0) for s in MINATAR_SEEDS] * 4 + freeway
     )
     assert plus_row.split(" | ")[2].startswith(f"{expected_mean:.2f} ")
+
+
+def test_breakout_comparison(tmp_path, monkeypatch):
+    # Only runs of today's entries at the full budget count; the verdict waits for 3 seeds of each
+    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 500)
+    entries = {algo: load_hyperparams(algo, "BreakoutNoFrameskip-v4")[0] for algo in report.BREAKOUT_ALGOS}
+
+    def run(algo, seed, score, **changes):
+        curve = {"timesteps": [0, report.BREAKOUT_BUDGET], "mean": [0.0, score]}
+        hyperparams = {**entries[algo], **changes}
+        return {
+            "algo": algo,
+            "env_id": "BreakoutNoFrameskip-v4",
+            "seed": seed,
+            "n_timesteps": report.BREAKOUT_BUDGET,
+            "hyperparams": hyperparams,
+            "final": {"mean": score},
+            "curve": curve,
+        }
+
+    records = [run("ppo", seed, 10.0 + seed) for seed in range(3)] + [run("trpo_plus", 0, 20.0), run("trpo_plus", 1, 21.0)]
+    records += [{**run("trpo_plus", 2, 99.0), "variant": "other"}, run("trpo_plus", 3, 98.0, cg_max_steps=99)]
+    text = report.breakout_comparison(records, tmp_path, tmp_path)
+    assert "Not judged yet: TRPOPlus 2, PPO 3 seed(s)" in text and "98.0" not in text and "99.0" not in text
+    assert (tmp_path / "breakout_entries_curves.png").is_file()
+    text = report.breakout_comparison([*records, run("trpo_plus", 2, 22.0)], tmp_path, tmp_path)
+    assert "| TRPOPlus | 3 | 0: 20.0, 1: 21.0, 2: 22.0 | 21.0 [" in text
+    assert "Goal TRPOPlus IQM >= PPO IQM: **met** (TRPOPlus 21.0, PPO 11.0: 1.91x; the intervals do not overlap)" in text
+    worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
+    assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
