@@ -32,6 +32,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
+from sb3_trpo_plus.buffers import whole_rollout
 from sb3_trpo_plus.diagnostics import UpdateDiagnostics, UpdateSettings
 from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, kl_scale
 from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
@@ -52,6 +53,13 @@ def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
     if isinstance(obs, dict):
         return {key: value[index] for key, value in obs.items()}
     return obs[index]
+
+
+def _sub_sample(n_samples: int, factor: int, device: th.device) -> slice | th.Tensor:
+    """The index of ``ceil(n_samples / factor)`` samples drawn at random without replacement (all of them for 1)."""
+    if factor == 1:
+        return slice(None)
+    return th.randperm(n_samples, device=device)[: -(-n_samples // factor)]
 
 
 @dataclass
@@ -286,8 +294,8 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param target_kl: Trust-region radius: the largest ``KL(old || new)`` (mean over the batch; see ``joint_kl`` for
         several action dimensions) an accepted step may have. Should be small for stability. Values like 0.01, 0.05.
         Callbacks may change it during training (see ``sb3_trpo_plus.callbacks``).
-    :param sub_sampling_factor: Sub-sample the batch to make computation faster
-        see p40-42 of John Schulman thesis http://joschu.net/docs/thesis.pdf
+    :param sub_sampling_factor: Sub-sample the batch to make computation faster (one ``sub_sampling_factor``-th of
+        the rollout, drawn at random at each update), see p40-42 of John Schulman thesis http://joschu.net/docs/thesis.pdf
     :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
         the reported success rate, mean episode length, and mean reward over; also the number of updates over
         which the line-search success rate and mean step fraction are averaged
@@ -302,9 +310,9 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param ent_coef_decay: multiplied into the entropy coefficient after every policy update, in (0, 1]
         (e.g. 0.9995 halves it in about 1386 updates; 1.0 disables the decay)
     :param min_ent_coef: floor of the decayed entropy coefficient, between 0 and the initial ``ent_coef``
-    :param cg_sub_sampling_factor: compute the Fisher-vector products of the conjugate gradient on every
-        ``cg_sub_sampling_factor``-th sample of the policy batch, while the gradient and the line search use the
-        whole batch (1: no sub-sampling; OpenAI Baselines uses 5)
+    :param cg_sub_sampling_factor: compute the Fisher-vector products of the conjugate gradient on one
+        ``cg_sub_sampling_factor``-th of the policy batch, drawn at random at each update, while the gradient and the
+        line search use the whole batch (1: no sub-sampling; OpenAI Baselines uses every 5th sample)
     :param joint_kl: which KL ``target_kl`` bounds (and whose Hessian is the Fisher matrix) for factorized action
         distributions (Box, also with gSDE, and MultiBinary) with several dimensions. ``False`` (default, as
         sb3-contrib TRPO): the mean of the per-dimension KLs, so ``target_kl`` and ``cg_damping`` mean exactly what
@@ -597,8 +605,8 @@ class TRPOPlus(OnPolicyAlgorithm):
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
     def _policy_batch(self, rollout_data: RolloutBufferSamples) -> _PolicyBatch:
-        """The whole rollout (optionally sub-sampled) as observations, actions, old log-probs and advantages."""
-        index = slice(None, None, self.sub_sampling_factor)
+        """The whole rollout (or a random sub-sample of it) as observations, actions, old log-probs and advantages."""
+        index = _sub_sample(rollout_data.advantages.shape[0], self.sub_sampling_factor, self.device)
         actions = rollout_data.actions[index]
         if isinstance(self.action_space, spaces.Discrete):
             # Convert discrete action from float to long
@@ -650,7 +658,7 @@ class TRPOPlus(OnPolicyAlgorithm):
     ) -> FisherVectorProduct:
         """``v -> (F + cg_damping * I) v`` on the batch, or on a sub-sample of it (``cg_sub_sampling_factor``)."""
         if self.cg_sub_sampling_factor > 1:
-            obs = _index_obs(batch.obs, slice(None, None, self.cg_sub_sampling_factor))
+            obs = _index_obs(batch.obs, _sub_sample(batch.actions.shape[0], self.cg_sub_sampling_factor, self.device))
             distribution = self.policy.get_distribution(obs)
         else:
             obs = batch.obs
@@ -899,13 +907,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         # What this update uses of the settings callbacks may change (read once, reported as used)
         update = self._update_settings(ent_coef)
 
-        # The whole rollout, in one batch (shuffled by the buffer)
-        rollout_data = next(self.rollout_buffer.get(batch_size=None))
-        if isinstance(rollout_data.observations, th.Tensor) and rollout_data.observations.dim() == 4:
-            # images: the same memory format as the (channels_last) convolution weights
-            rollout_data = rollout_data._replace(
-                observations=rollout_data.observations.contiguous(memory_format=th.channels_last)
-            )
+        # The whole rollout, in one batch (in the buffer's order; images in channels_last, as the convolution weights)
+        rollout_data = whole_rollout(self.rollout_buffer)
         with _images_normalized_once(self.policy, rollout_data.observations) as observations:
             rollout_data = rollout_data._replace(observations=observations)  # type: ignore[arg-type]  # (dict: Dict buffer)
             # Actor: one trust-region step

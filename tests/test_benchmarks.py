@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("rl_zoo3")
 
-from benchmarks import breakout, fvp, learning, report, throughput
+from benchmarks import breakout, fvp, learning, report, rollout_batch, throughput
 from benchmarks._common import load_hyperparams
 
 pytestmark = pytest.mark.benchmarks
@@ -232,3 +232,18 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "Goal TRPOPlus IQM >= PPO IQM: **met** (TRPOPlus 21.0, PPO 11.0: 1.91x; the intervals do not overlap)" in text
     worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
     assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
+
+
+def test_rollout_batch():
+    # Both timed paths give the same frames (in another order) and leave the buffer as they found it, so every repeat
+    # times the same work
+    import torch as th
+
+    buffer = rollout_batch.filled_buffer(n_envs=2, n_steps=3, seed=0)
+    observations = buffer.observations.copy()
+    shuffled, whole = rollout_batch.shuffled_path(buffer), rollout_batch.whole_path(buffer)
+    assert not buffer.generator_ready and np.array_equal(buffer.observations, observations)
+    key = lambda frames: sorted(frames.reshape(len(frames), -1).tolist())  # noqa: E731
+    assert key(shuffled) == key(whole) and th.equal(whole[1], th.as_tensor(observations[1, 0]) / 255.0)
+    times = rollout_batch.main(["--n-envs", "2", "--n-steps", "3", "--repeats", "2", "--threads", "1"])
+    assert {name: len(values) for name, values in times.items()} == {"get + channels_last": 2, "whole_rollout": 2}
