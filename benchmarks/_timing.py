@@ -139,4 +139,6 @@ def phase_split(marks: dict[str, float], spans: dict[str, tuple[str, str]]) -> d
     split = {part: span(marks, start, end) for part, (start, end) in spans.items()}
     split["fvp_calls"] = marks["fvp_calls"]
     split["fvp_mean"] = marks["fvp_s"] / max(marks["fvp_calls"], 1.0)
+    if "line_search_iters" in marks:
+        split["line_search_iters"] = marks["line_search_iters"]
     return split

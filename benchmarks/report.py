@@ -350,6 +350,9 @@ def phase_table(algo: str, phases: dict[str, float]) -> str:
         label=ALGO_LABELS[algo],
         fvp_calls=phases["fvp_calls"],
         fvp_ms=phases["fvp_mean"] * 1000,
+        line_search=fill("throughput.phases.line_search", iters=phases["line_search_iters"])
+        if "line_search_iters" in phases
+        else "",
         rows=fill_each("throughput.phases.row", rows),
         other=other,
         other_share=other / total,

@@ -150,7 +150,10 @@ class TimedTRPOPlus(PhaseTimer, TRPOPlus):
         return self.marked("actor_params", super()._actor_params, observations)
 
     def _update_policy(self, *args: Any, **kwargs: Any) -> Any:
-        return self.marked("policy", super()._update_policy, *args, **kwargs)
+        diagnostics = self.marked("policy", super()._update_policy, *args, **kwargs)
+        # the line search's time is about one forward pass on the whole batch per candidate tried
+        self._marks["line_search_iters"] = float(diagnostics.line_search_iters)
+        return diagnostics
 
     def _jvp_fn(self, *args: Any, **kwargs: Any) -> Any:
         self.mark("fvp_setup_start")

@@ -53,6 +53,8 @@ def test_throughput(tmp_path):
         assert 2 <= phases["fvp_calls"] <= 17
         parts = ["actor_params", "gradient", "fvp_setup", "cg", "curvature", "line_search", "critic"]
         assert sum(phases[part] for part in parts) <= phases["total"] + 1e-6
+        # the line-search candidates tried, on average (1 .. line_search_max_iter)
+        assert 1 <= phases["line_search_iters"] <= 15
     assert json.loads(out.read_text())["envs"]["breakout"]["algos"]["ppo"]["n_steps"] == 4
 
 
