@@ -13,9 +13,10 @@
 # benchmarks/results/in_progress/ (committed: about 30 MB per run); a run started in a new checkout begins from there.
 # A finished run's carried copy is deleted (commit the deletion with its result).
 #
-# Lane 1: ALE Breakout, 1M steps each: TRPOPlus `atari` entry seeds 0, 1, 2.
-# Lane 2: ALE Breakout, PPO `atari` entry seeds 1, 2 (seed 0 exists); then the MinAtar sweep (TRPOPlus and PPO;
-#         Asterix, Freeway, Seaquest, SpaceInvaders; seeds 1, then 2, then 3; Breakout seeds 1-3 exist).
+# Lane 1: the MinAtar sweep (TRPOPlus and PPO; Asterix, Freeway, Seaquest, SpaceInvaders; seeds 1, then 2, then 3;
+#         Breakout seeds 1-3 exist; 10-20 min a run), then ALE Breakout TRPOPlus `atari` entry seed 2.
+# Lane 2: ALE Breakout, 1M steps each (about 2 h a run): PPO `atari` entry seed 2 (seeds 0 and 1 exist), then
+#         TRPOPlus `atari` entry seeds 0 and 1.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -76,8 +77,8 @@ if [ "${1:-}" = "--status" ]; then
     exit 0
 fi
 
-lane1() { breakout trpo_plus 0 && breakout trpo_plus 1 && breakout trpo_plus 2; }
-lane2() { breakout ppo 1 && breakout ppo 2 && minatar; }
+lane1() { minatar && breakout trpo_plus 2; }
+lane2() { breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1; }
 
 mkdir -p "$LOGS"
 if [ "${1:-}" = "--lane" ]; then
