@@ -22,6 +22,26 @@ def tiny_cartpole(n_steps: int = 64, width: int = 16, **kwargs: Any) -> TRPOPlus
     return TRPOPlus("MlpPolicy", "CartPole-v1", **{**small, **kwargs})
 
 
+def tiny_images(share_features_extractor: bool, features_dim: int, **kwargs: Any) -> TRPOPlus:
+    """
+    TRPOPlus with a CnnPolicy on SB3's FakeImageEnv (36x36 frames of one channel, discrete actions), whose frames are
+    the same from one model to the next (the observation space is seeded), seed 3.
+
+    :param share_features_extractor: Whether actor and critic share the CNN
+    :param features_dim: Width of the CNN's output
+    :param kwargs: Further arguments of ``TRPOPlus``
+    :return: The model
+    """
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
+    env.observation_space.seed(0)  # FakeImageEnv samples its frames from the space
+    policy_kwargs = dict(
+        share_features_extractor=share_features_extractor, features_extractor_kwargs=dict(features_dim=features_dim)
+    )
+    return TRPOPlus("CnnPolicy", env, policy_kwargs=policy_kwargs, seed=3, **kwargs)
+
+
 def fake_update(n_updates: int, outcome: str, failure_reason: str | None = "line_search_exhausted") -> UpdateDiagnostics:
     """
     The diagnostics of an update that did not run, to feed ``model.last_update`` to a callback.

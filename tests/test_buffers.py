@@ -2,10 +2,9 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from helpers import tiny_images
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
-from stable_baselines3.common.envs import FakeImageEnv
 
-from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.buffers import whole_rollout
 
@@ -86,18 +85,7 @@ def test_update_on_the_whole_rollout_is_the_shuffled_one():
     # Means over the batch do not depend on its order: the update equals the one on `get`'s shuffled batch (up to
     # float32 summation order)
     def train(monkeypatch=None):
-        env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
-        env.observation_space.seed(0)  # FakeImageEnv samples its frames from the space
-        model = TRPOPlus(
-            "CnnPolicy",
-            env,
-            n_steps=64,
-            batch_size=64,
-            n_critic_updates=1,
-            ent_coef=0.01,
-            policy_kwargs=dict(share_features_extractor=False, features_extractor_kwargs=dict(features_dim=16)),
-            seed=3,
-        )
+        model = tiny_images(False, 16, n_steps=64, batch_size=64, n_critic_updates=1, ent_coef=0.01)
         model.learn(64)
         if monkeypatch is not None:
             with monkeypatch.context() as patch:

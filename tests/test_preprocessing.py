@@ -2,6 +2,7 @@ import contextlib
 
 import pytest
 import torch as th
+from helpers import tiny_images
 from stable_baselines3.common.envs import FakeImageEnv
 
 from sb3_trpo_plus import TRPOPlus
@@ -14,18 +15,8 @@ def _unchanged(policy, observations):
 
 
 def _train(share_features_extractor: bool, monkeypatch: pytest.MonkeyPatch | None = None) -> TRPOPlus:
-    env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
-    env.observation_space.seed(0)  # FakeImageEnv samples its frames from the space
-    model = TRPOPlus(
-        "CnnPolicy",
-        env,
-        n_steps=64,
-        batch_size=32,
-        n_critic_updates=2,
-        cg_max_steps=5,
-        ent_coef=0.01,
-        policy_kwargs=dict(share_features_extractor=share_features_extractor, features_extractor_kwargs=dict(features_dim=32)),
-        seed=3,
+    model = tiny_images(
+        share_features_extractor, 32, n_steps=64, batch_size=32, n_critic_updates=2, cg_max_steps=5, ent_coef=0.01
     )
     if monkeypatch is not None:
         monkeypatch.setattr(trpo_plus_module, "_images_normalized_once", _unchanged)
