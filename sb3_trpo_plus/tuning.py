@@ -199,13 +199,16 @@ class SharedStudy(optuna.Study):
         deadline = time.monotonic() + self.heartbeat.grace_period + self.heartbeat.interval
         pending = {trial.number for trial in self.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
         while True:
+            # The deadline is read before the last check, so that check comes after it: a trial whose worker died
+            # before this wait began is stale by then (the storage's clock may count whole seconds only)
+            expired = time.monotonic() > deadline
             fail_trials_of_lost_workers(self)
             if self.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
                 # A retry, or a trial enqueued by hand: run it (the budget check refuses it if the study is full)
                 super().optimize(objective, n_trials=1, catch=catch, callbacks=callbacks, gc_after_trial=True)
                 continue
             pending &= {trial.number for trial in self.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
-            if not pending or time.monotonic() > deadline:
+            if not pending or expired:
                 return
             time.sleep(self.heartbeat.interval)
 
