@@ -20,6 +20,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.type_aliases import (
+    DictRolloutBufferSamples,
     GymEnv,
     MaybeCallback,
     PyTorchObs,
@@ -320,6 +321,11 @@ class TRPOPlus(OnPolicyAlgorithm):
         quantity TRPO's theory bounds; same as ``joint_kl=False`` with ``target_kl`` and ``cg_damping`` multiplied
         by the number of action dimensions. No difference for Discrete, MultiDiscrete (whose per-dimension KLs
         SB3 and sb3-contrib already sum) and one-dimensional Box actions.
+    :param damped_step_size: which quadratic model of the KL sizes the full step ``beta * s`` before the line search.
+        ``True`` (default, as sb3-contrib TRPO and OpenAI Baselines): ``0.5 * beta^2 * s^T (F + cg_damping * I) s =
+        target_kl``. ``False``: ``0.5 * beta^2 * s^T F s = target_kl``, the KL's own quadratic model, so that a large
+        ``cg_damping`` regularizes the direction (toward the plain gradient) without shrinking the step below the
+        trust region. See docs/trpo_plus.md ("Damping against overfitting").
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -370,6 +376,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         min_ent_coef: float = 0.0,
         cg_sub_sampling_factor: int = 1,
         joint_kl: bool = False,
+        damped_step_size: bool = True,
         _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
@@ -392,6 +399,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             sub_sampling_factor=sub_sampling_factor,
             stats_window_size=stats_window_size,
             joint_kl=joint_kl,
+            damped_step_size=damped_step_size,
         )
         super().__init__(
             policy,
@@ -455,6 +463,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.n_critic_updates = n_critic_updates
         self.sub_sampling_factor = sub_sampling_factor
         self.joint_kl = bool(joint_kl)
+        self.damped_step_size = bool(damped_step_size)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
@@ -604,7 +613,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         with _acting_on_finite_observations(self.policy):
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
-    def _policy_batch(self, rollout_data: RolloutBufferSamples) -> _PolicyBatch:
+    def _policy_batch(self, rollout_data: RolloutBufferSamples | DictRolloutBufferSamples) -> _PolicyBatch:
         """The whole rollout (or a random sub-sample of it) as observations, actions, old log-probs and advantages."""
         index = _sub_sample(rollout_data.advantages.shape[0], self.sub_sampling_factor, self.device)
         actions = rollout_data.actions[index]
@@ -705,7 +714,8 @@ class TRPOPlus(OnPolicyAlgorithm):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
 
         # 3. Full step: the largest step along s whose quadratic KL model 0.5 * beta^2 * s^T F s is target_kl
-        curvature = th.dot(search_direction, fisher_vector_product(search_direction, retain_graph=False)).item()
+        # (s^T (F + damping * I) s unless damped_step_size is False)
+        curvature = fisher_vector_product.quadratic_form(search_direction, damped=self.damped_step_size)
         if not (np.isfinite(curvature) and curvature > 0.0):
             return update.record(failure_reason="non_positive_curvature", policy_objective=old_objective, entropy=old_entropy)
         full_step = np.sqrt(2.0 * update.target_kl / curvature) * search_direction
@@ -806,7 +816,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         return values_from_observations
 
     def _update_critic(
-        self, rollout_data: RolloutBufferSamples, actor_params: set[nn.Parameter], features: th.Tensor | None = None
+        self,
+        rollout_data: RolloutBufferSamples | DictRolloutBufferSamples,
+        actor_params: set[nn.Parameter],
+        features: th.Tensor | None = None,
     ) -> list[float]:
         """``n_critic_updates`` epochs of minibatch regression of the value function on the GAE returns."""
         returns = rollout_data.returns
@@ -1123,6 +1136,7 @@ def _check_arguments(
     sub_sampling_factor: int,
     stats_window_size: int,
     joint_kl: bool,
+    damped_step_size: bool,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
     _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
@@ -1150,5 +1164,6 @@ def _check_arguments(
     initial_ent_coef = _initial_value(ent_coef)
     if min_ent_coef > initial_ent_coef:
         raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")
-    if not isinstance(joint_kl, (bool, np.bool_)):
-        raise ValueError(f"joint_kl must be True or False, got {joint_kl!r}")
+    for name, value in (("joint_kl", joint_kl), ("damped_step_size", damped_step_size)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")

@@ -69,6 +69,21 @@ class FisherVectorProduct:
             self.damping * vector
         )
 
+    def quadratic_form(self, vector: th.Tensor, damped: bool = True) -> float:
+        """
+        ``v^T (F + damping * I) v``, or ``v^T F v`` with ``damped=False``: ``(J v)^T M (J v) / N`` from one
+        forward-mode product, without the backward pass of ``__call__`` (the graph is not needed).
+
+        :param vector: the flat vector ``v``
+        :param damped: whether to add ``damping * v^T v``
+        :return: the quadratic form
+        """
+        output_tangents = self.jvp_fn(_parameters.unflatten_like(vector, self.params))
+        products = self.metric_product(self.detached_outputs, output_tangents)
+        fisher_part = sum((tangent * product).sum() for tangent, product in zip(output_tangents, products, strict=True))
+        value = float(fisher_part) * self.scale / self.batch_size
+        return value + self.damping * float(th.dot(vector, vector)) if damped else value
+
 
 #: Names that moved out of this module: name -> the module that holds them now
 _MOVED = {

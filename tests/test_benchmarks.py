@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("rl_zoo3")
 
-from benchmarks import breakout, fvp, learning, report, rollout_batch, throughput
+from benchmarks import breakout, direction_quality, fvp, learning, report, rollout_batch, throughput
 from benchmarks._common import load_hyperparams
 
 pytestmark = pytest.mark.benchmarks
@@ -249,3 +249,23 @@ def test_rollout_batch():
     assert key(shuffled) == key(whole) and th.equal(whole[1], th.as_tensor(observations[1, 0]) / 255.0)
     times = rollout_batch.main(["--n-envs", "2", "--n-steps", "3", "--repeats", "2", "--threads", "1"])
     assert {name: len(values) for name, values in times.items()} == {"get + channels_last": 2, "whole_rollout": 2}
+
+
+def test_direction_quality(tmp_path):
+    """Every method's step is scaled to the asked KL on the training rollout (bisection), and measured held out."""
+    from sb3_trpo_plus import TRPOPlus
+
+    checkpoint = tmp_path / "model.zip"
+    TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, seed=0).save(checkpoint)
+    out = tmp_path / "direction_quality.json"
+    methods = ["gradient", "natural:64:5:0.1", "adam:1:256:1e-3", "steps:2"]
+    argv = ["--checkpoint", str(checkpoint), "--env", "CartPole-v1", "--held-out", "2", "--kls", "0.01", "0.02"]
+    direction_quality.main([*argv, "--methods", *methods, "--out", str(out)])
+    results = json.loads(out.read_text())["results"]
+    assert list(results) == methods
+    for method, result in results.items():
+        for row in result["rows"]:
+            assert row["kl_train"] == pytest.approx(row["kl_target"], rel=0.02), method
+            assert math.isfinite(row["gain_held_out"]) and row["kl_held_out"] > 0, method
+        # a direction that ascends the objective gains on the rollout it was computed on
+        assert result["rows"][0]["gain_train"] > 0, method

@@ -53,7 +53,9 @@ def test_signature_extends_sb3_contrib():
         assert plus_by_name[param.name].default == param.default, param.name
     # TRPOPlus's own arguments default to plain TRPO behaviour
     defaults = {name: plus_by_name[name].default for name in set(plus_names) - set(contrib_names)}
-    assert defaults == dict(ent_coef=0.0, ent_coef_decay=1.0, min_ent_coef=0.0, cg_sub_sampling_factor=1, joint_kl=False)
+    assert defaults == dict(
+        ent_coef=0.0, ent_coef_decay=1.0, min_ent_coef=0.0, cg_sub_sampling_factor=1, joint_kl=False, damped_step_size=True
+    )
 
 
 def _actor_state(policy) -> th.Tensor:
@@ -143,6 +145,26 @@ def test_kl_convention_of_accepted_steps(joint_kl):
     logged = joint if joint_kl else mean_kl
     assert model.last_update.kl == pytest.approx(logged, rel=1e-4)
     assert logged <= model.target_kl + 1e-7
+
+
+def test_undamped_step_size_fills_the_trust_region():
+    """
+    With a large cg_damping, damped_step_size=False sizes the full step by the KL's own curvature s^T F s: the
+    accepted step's KL is close to target_kl, where the damped model (sb3-contrib's) keeps it far inside.
+    """
+    kls = {}
+    for damped in (True, False):
+        _, _, _, plus = _paired_update("CartPole-v1", plus_kwargs=dict(damped_step_size=damped), cg_damping=10.0)
+        assert plus.last_update.line_search_success
+        kls[damped] = plus.last_update.kl
+    print(f"KL of the accepted step: damped {kls[True]:.2e}, undamped {kls[False]:.2e} (target 0.01)")
+    assert 0.5 * 0.01 < kls[False] <= 0.01
+    assert kls[True] < 0.2 * kls[False]
+
+
+def test_damped_step_size_must_be_a_bool():
+    with pytest.raises(ValueError, match="damped_step_size must be True or False"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", damped_step_size="no")
 
 
 def test_joint_kl_must_be_a_bool():
