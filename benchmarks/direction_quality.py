@@ -98,6 +98,7 @@ def scale_for_kl(model: TRPOPlus, params: list, theta0: th.Tensor, d: th.Tensor,
     while measure(model, params, theta0 + high * d, rollout)[1] < kl:
         low, high = high, high * 4.0
         if high * norm > 1e4:
+            print(f"warning: KL {kl} not reached along this direction (step norm {high * norm:.3g})")
             return high
     for _ in range(14):
         mid = float(np.sqrt(low * high))
@@ -109,6 +110,16 @@ def scale_for_kl(model: TRPOPlus, params: list, theta0: th.Tensor, d: th.Tensor,
 
 
 def direction(model: TRPOPlus, params: list, method: str, rollout_data: Any, ent_coef: float) -> th.Tensor:
+    """The displacement of the actor's parameters that ``method`` computes on the training rollout."""
+    # (the sub-sampling settings a method changes are the model's again for the next method)
+    settings = model.sub_sampling_factor, model.cg_sub_sampling_factor
+    try:
+        return _direction(model, params, method, rollout_data, ent_coef)
+    finally:
+        model.sub_sampling_factor, model.cg_sub_sampling_factor = settings
+
+
+def _direction(model: TRPOPlus, params: list, method: str, rollout_data: Any, ent_coef: float) -> th.Tensor:
     name, *args = method.split(":")
     theta0 = flatten_params(params)
     model.sub_sampling_factor = 1
@@ -116,8 +127,8 @@ def direction(model: TRPOPlus, params: list, method: str, rollout_data: Any, ent
     if name in ("natural", "gradient"):
         dist = model._distribution(batch)
         objective, _ = model._objective(dist, batch, ent_coef)
-        fisher_samples = int(args[0]) if args else 0
-        model.cg_sub_sampling_factor = max(1, len(batch.actions) // fisher_samples) if args else 0
+        if args:
+            model.cg_sub_sampling_factor = max(1, len(batch.actions) // int(args[0]))
         # (the Fisher-vector products on the whole batch reuse the gradient's graph)
         gradient = flat_grad(objective, params, retain_graph=model.cg_sub_sampling_factor == 1)
         if name == "gradient":

@@ -325,7 +325,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         ``True`` (default, as sb3-contrib TRPO and OpenAI Baselines): ``0.5 * beta^2 * s^T (F + cg_damping * I) s =
         target_kl``. ``False``: ``0.5 * beta^2 * s^T F s = target_kl``, the KL's own quadratic model, so that a large
         ``cg_damping`` regularizes the direction (toward the plain gradient) without shrinking the step below the
-        trust region. See docs/trpo_plus.md ("Damping against overfitting").
+        trust region. With ``cg_sub_sampling_factor > 1``, ``s^T F s`` is measured on the sub-sample, and may
+        underestimate the KL on the whole batch (the line search then shrinks the step). See docs/trpo_plus.md
+        ("Damping against overfitting").
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -722,7 +724,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         if not _is_finite(full_step):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
         # free the graphs before the line search
-        del fisher_vector_product, distribution, objective
+        del fisher_vector_product, distribution, objective, entropy
 
         # 4. Line search (backtracking) on the same objective L, under the KL constraint
         return self._line_search(

@@ -258,7 +258,8 @@ def test_direction_quality(tmp_path):
     checkpoint = tmp_path / "model.zip"
     TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, seed=0).save(checkpoint)
     out = tmp_path / "direction_quality.json"
-    methods = ["gradient", "natural:64:5:0.1", "adam:1:256:1e-3", "steps:2"]
+    # (steps right after gradient: every method gets the model's own sub-sampling settings)
+    methods = ["gradient", "steps:2", "natural:64:5:0.1", "adam:1:256:1e-3"]
     argv = ["--checkpoint", str(checkpoint), "--env", "CartPole-v1", "--held-out", "2", "--kls", "0.01", "0.02"]
     direction_quality.main([*argv, "--methods", *methods, "--out", str(out)])
     results = json.loads(out.read_text())["results"]

@@ -112,16 +112,18 @@ def test_fisher_vector_product_matches_explicit_fisher(name, share_features_extr
         assert th.allclose(fvp(vector), expected, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("scale", [1.0, 2.5])
 @pytest.mark.parametrize("path", ["functional", "fast"])
 @pytest.mark.parametrize("name", list(ACTION_SPACES))
-def test_quadratic_form_matches_explicit_fisher(name, path):
+def test_quadratic_form_matches_explicit_fisher(name, path, scale):
     """v^T F v (and v^T (F + damping I) v) from one forward-mode product, as the explicit matrix gives it."""
     action_space, kwargs = ACTION_SPACES[name]
     policy, obs = make_policy(action_space, kwargs)
     params = actor_params_of(policy, obs)
-    fisher = explicit_fisher(policy, obs, params)
+    fisher = scale * explicit_fisher(policy, obs, params)
     damping = 0.3
-    fvp = FisherVectorProduct(policy.get_distribution(obs), params, make_jvp(path, policy, obs, params), damping)
+    jvp_fn = make_jvp(path, policy, obs, params)
+    fvp = FisherVectorProduct(policy.get_distribution(obs), params, jvp_fn, damping, scale=scale)
     for _ in range(3):
         vector = th.randn(fisher.shape[0])
         undamped = (vector @ fisher @ vector).item()
