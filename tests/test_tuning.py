@@ -287,12 +287,17 @@ def test_pruner_prunes_trpo_plus_trial(tmp_path):
 
 #: A worker that starts one trial and never ends it (the test kills it)
 STUCK_WORKER = """
-import sys, time
+import sqlite3, sys, time
 import optuna
 from sb3_trpo_plus.tuning import Heartbeat, rdb_storage
 study = optuna.load_study(study_name="s", storage=rdb_storage(sys.argv[1], Heartbeat(1, 4, 1)))
+database = sqlite3.connect(sys.argv[1].removeprefix("sqlite:///"))
 def objective(trial):
     trial.suggest_float("x", 0.0, 1.0)
+    # Killed only once its first heartbeat is in the database (Optuna never finds a trial without one stale)
+    query = "SELECT 1 FROM trial_heartbeats WHERE trial_id = ?"
+    while database.execute(query, (trial._trial_id,)).fetchone() is None:
+        time.sleep(0.05)
     print(trial.number, flush=True)
     time.sleep(600)
 study.optimize(objective, n_trials=1)
