@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, RolloutBufferSamples
 
 #: The buffer classes read directly, and how their samples are built (any other class goes through its own ``get``)
@@ -18,19 +20,29 @@ _SAMPLES: dict[type[RolloutBuffer], Callable[..., RolloutBufferSamples | DictRol
 }
 
 
-def flattened(array: np.ndarray, device: th.device | str) -> th.Tensor:
+def is_channels_first_image(space: spaces.Space) -> bool:
+    """
+    Whether observations of ``space`` are images in SB3's sense (``is_image_space``: a ``uint8`` Box of 3 dimensions)
+    with the channels first, as ``VecTransposeImage`` makes them: the observations that SB3's CNNs take as they are.
+    Other 3-dimensional observations (MinAtar's boolean height x width x channels frames) are not.
+    """
+    return is_image_space(space, check_channels=False) and is_image_space_channels_first(space)  # type: ignore[arg-type]
+
+
+def flattened(array: np.ndarray, device: th.device | str, channels_last: bool = False) -> th.Tensor:
     """
     A buffer array of shape ``(n_steps, n_envs, *shape)`` as a tensor of shape ``(n_envs * n_steps, *shape)``, env by
-    env (``BaseBuffer.swap_and_flatten``'s order), in one copy. A batch of images (``shape`` of length 3) comes out in
-    ``channels_last``, the memory format of TRPOPlus's convolution weights.
+    env (``BaseBuffer.swap_and_flatten``'s order), in one copy.
 
     :param array: the buffer array
     :param device: where the tensor goes
+    :param channels_last: write a batch of channels-first images (``shape`` of length 3) in ``channels_last``, the
+        memory format of TRPOPlus's convolution weights
     :return: the flattened tensor
     """
     source = th.as_tensor(array, device=device)
     n_steps, n_envs, *shape = source.shape
-    memory_format = th.channels_last if len(shape) == 3 else th.contiguous_format
+    memory_format = th.channels_last if channels_last and len(shape) == 3 else th.contiguous_format
     out = th.empty((n_envs * n_steps, *shape), dtype=source.dtype, device=source.device, memory_format=memory_format)
     out.view(n_envs, n_steps, *shape).copy_(source.transpose(0, 1))
     return out
@@ -43,7 +55,8 @@ def whole_rollout(buffer: RolloutBuffer) -> RolloutBufferSamples | DictRolloutBu
     ``get`` flattens every array, gathers it in a random order and copies it into a tensor: on 2048 Atari frames
     (230 MB of ``float32`` observations) three passes over the observations, and a fourth where the update wants them
     in ``channels_last``. A trust-region update takes means over the whole batch, whose order does not change them,
-    and draws its own random sub-samples; here every array is copied once, and the buffer is left as it is. A buffer
+    and draws its own random sub-samples; here every array is copied once (channels-first images, see
+    :func:`is_channels_first_image`, in ``channels_last``), and the buffer is left as it is. A buffer
     already flattened by ``get``, or of another class (which may sample in its own way), goes through ``get``.
 
     :param buffer: a full rollout buffer
@@ -55,10 +68,14 @@ def whole_rollout(buffer: RolloutBuffer) -> RolloutBufferSamples | DictRolloutBu
     device = buffer.device
     observations = buffer.observations
     per_step = (buffer.values, buffer.log_probs, buffer.advantages, buffer.returns)
+    space = buffer.observation_space
     return samples(
-        {key: flattened(value, device) for key, value in observations.items()}
+        {
+            key: flattened(value, device, is_channels_first_image(space[key]))  # type: ignore[index]
+            for key, value in observations.items()
+        }
         if isinstance(observations, dict)
-        else flattened(observations, device),
+        else flattened(observations, device, is_channels_first_image(space)),
         flattened(buffer.actions.astype(np.float32, copy=False), device),
         *(flattened(array, device).flatten() for array in per_step),
     )

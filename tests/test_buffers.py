@@ -48,6 +48,8 @@ def assert_same(whole, shuffled, permutation):
     "buffer_class, observation_space",
     [
         (RolloutBuffer, spaces.Box(0, 255, (2, 5, 5), np.uint8)),
+        # MinAtar's frames: height x width x channels booleans, not an image in SB3's sense
+        (RolloutBuffer, spaces.Box(0, 1, (5, 5, 3), bool)),
         (RolloutBuffer, spaces.Box(-1, 1, (4,))),
         (DictRolloutBuffer, spaces.Dict({"image": spaces.Box(0, 255, (1, 4, 4), np.uint8), "vec": spaces.Box(-1, 1, (3,))})),
     ],
@@ -59,8 +61,12 @@ def test_whole_rollout(buffer_class, observation_space):
     whole = whole_rollout(buffer)
     assert not buffer.generator_ready
     assert all(np.array_equal(vars(buffer)[name], value) for name, value in raw.items())
-    if isinstance(whole.observations, th.Tensor) and whole.observations.dim() == 4:
-        assert whole.observations.is_contiguous(memory_format=th.channels_last)
+    # channels-first images in channels_last (the convolution weights' format), anything else contiguous
+    observations = whole.observations if isinstance(whole.observations, dict) else {None: whole.observations}
+    for key, tensor in observations.items():
+        space = observation_space if key is None else observation_space[key]
+        image = space.dtype == np.uint8 and len(space.shape) == 3
+        assert tensor.is_contiguous(memory_format=th.channels_last if image else th.contiguous_format), key
     np.random.seed(0)
     permutation = th.as_tensor(np.random.permutation(N_STEPS * N_ENVS))
     np.random.seed(0)
