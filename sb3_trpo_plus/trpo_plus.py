@@ -48,6 +48,8 @@ SUPPORTED_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, sp
 # Rolling line-search health: warn when the success rate or the mean accepted step fraction stays this low
 LINE_SEARCH_MIN_SUCCESS_RATE = 0.3
 LINE_SEARCH_MIN_STEP_FRACTION = 0.05
+#: Halvings of the critic's change of a shared features extractor before it is undone (critic_kl_fraction > 0)
+CRITIC_KL_HALVINGS = 10
 
 
 def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
@@ -328,6 +330,14 @@ class TRPOPlus(OnPolicyAlgorithm):
         trust region. With ``cg_sub_sampling_factor > 1``, ``s^T F s`` is measured on the sub-sample, and may
         underestimate the KL on the whole batch (the line search then shrinks the step). See docs/trpo_plus.md
         ("Damping against overfitting").
+    :param critic_kl_fraction: with a features extractor shared by actor and critic (SB3's default,
+        ``share_features_extractor=True``), the part of ``target_kl`` that the critic may use to train the shared
+        extractor. ``0`` (default, as sb3-contrib TRPO): the critic trains only its own layers, after the policy step.
+        In ``(0, 1)``: the critic trains first, the shared extractor included (as PPO's value loss does), and its
+        change of the extractor is halved until ``KL(rollout's policy || policy after the critic) <=
+        critic_kl_fraction * target_kl`` (undone if 10 halvings do not get there); the trust-region step then uses
+        the rest: its full step is sized for ``target_kl`` minus that KL, and its line search bounds the KL from the
+        rollout's policy by ``target_kl``. Needs an ``ActorCriticPolicy`` with a shared features extractor.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -379,6 +389,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         cg_sub_sampling_factor: int = 1,
         joint_kl: bool = False,
         damped_step_size: bool = True,
+        critic_kl_fraction: float = 0.0,
         _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
@@ -402,6 +413,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             stats_window_size=stats_window_size,
             joint_kl=joint_kl,
             damped_step_size=damped_step_size,
+            critic_kl_fraction=critic_kl_fraction,
         )
         super().__init__(
             policy,
@@ -466,6 +478,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.sub_sampling_factor = sub_sampling_factor
         self.joint_kl = bool(joint_kl)
         self.damped_step_size = bool(damped_step_size)
+        self.critic_kl_fraction = float(critic_kl_fraction)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
@@ -491,6 +504,13 @@ class TRPOPlus(OnPolicyAlgorithm):
             # channels_last halves the cost of the convolutions' backward pass on CPU (one per Fisher-vector
             # product): measured 0.28 s -> 0.14 s for NatureCNN on 512 frames, 1 thread
             self.policy = self.policy.to(memory_format=th.channels_last)  # type: ignore[call-overload]
+        if self.critic_kl_fraction > 0 and not _is_standard_shared_actor_critic(self.policy):
+            raise ValueError(
+                f"critic_kl_fraction > 0 ({self.critic_kl_fraction}) needs an ActorCriticPolicy whose features extractor "
+                "is shared by actor and critic (policy_kwargs share_features_extractor=True, SB3's default); "
+                f"got {type(self.policy).__name__} with share_features_extractor="
+                f"{getattr(self.policy, 'share_features_extractor', None)}"
+            )
 
     def _check_loaded_state(self) -> None:
         """
@@ -683,7 +703,12 @@ class TRPOPlus(OnPolicyAlgorithm):
         )
 
     def _update_policy(
-        self, batch: _PolicyBatch, update: UpdateSettings, actor_params: list[nn.Parameter]
+        self,
+        batch: _PolicyBatch,
+        update: UpdateSettings,
+        actor_params: list[nn.Parameter],
+        reference: Distribution | None = None,
+        kl_used: float = 0.0,
     ) -> UpdateDiagnostics:
         """
         One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * mean(entropy)``: gradient,
@@ -694,6 +719,8 @@ class TRPOPlus(OnPolicyAlgorithm):
             they are computed anyway)
         :param update: the settings of this update
         :param actor_params: the parameters the action distribution depends on
+        :param reference: the distribution the KL is measured from (the policy at the start of the step if ``None``)
+        :param kl_used: ``KL(reference || current policy)``, already spent: the full step is sized for the rest
         :return: the diagnostics
         """
         if not batch.is_finite():
@@ -701,7 +728,7 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         # 1. Gradient g of the surrogate objective (with the entropy bonus)
         distribution = self._distribution(batch)
-        old_distribution = detach_distribution(distribution)
+        old_distribution = detach_distribution(distribution) if reference is None else reference
         objective, entropy = self._objective(distribution, batch, update.ent_coef)
         # (the graph is kept when the Fisher-vector products reuse it: no sub-sampling)
         gradient = flat_grad(objective, actor_params, retain_graph=self.cg_sub_sampling_factor == 1)
@@ -716,11 +743,11 @@ class TRPOPlus(OnPolicyAlgorithm):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
 
         # 3. Full step: the largest step along s whose quadratic KL model 0.5 * beta^2 * s^T F s is target_kl
-        # (s^T (F + damping * I) s unless damped_step_size is False)
+        # (s^T (F + damping * I) s unless damped_step_size is False), less the KL the critic already used
         curvature = fisher_vector_product.quadratic_form(search_direction, damped=self.damped_step_size)
         if not (np.isfinite(curvature) and curvature > 0.0):
             return update.record(failure_reason="non_positive_curvature", policy_objective=old_objective, entropy=old_entropy)
-        full_step = np.sqrt(2.0 * update.target_kl / curvature) * search_direction
+        full_step = np.sqrt(2.0 * (update.target_kl - kl_used) / curvature) * search_direction
         if not _is_finite(full_step):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
         # free the graphs before the line search
@@ -792,17 +819,19 @@ class TRPOPlus(OnPolicyAlgorithm):
         )
 
     def _critic_value_fn(
-        self, observations: PyTorchObs, features: th.Tensor | None = None
+        self, observations: PyTorchObs, features: th.Tensor | None = None, train_features: bool = False
     ) -> Callable[[th.Tensor], th.Tensor]:
         """
-        A function from minibatch indices to value predictions, differentiable in the critic-only parameters.
+        A function from minibatch indices to value predictions, differentiable in the critic-only parameters (and in
+        the features extractor with ``train_features``).
 
         With a features extractor shared with the actor (SB3's default), the critic may only train what the actor
         does not use (the critic's MLP and value head; sb3-contrib TRPO discards the shared gradients too), so the
-        shared features are computed once, without gradient, instead of once per minibatch and epoch.
+        shared features are computed once, without gradient, instead of once per minibatch and epoch; unless
+        ``train_features`` (``critic_kl_fraction > 0``).
         """
         policy = self.policy
-        if _is_standard_shared_actor_critic(policy):
+        if _is_standard_shared_actor_critic(policy) and not train_features:
             if features is None:
                 with th.no_grad():
                     features = policy.extract_features(observations)  # type: ignore[call-arg, assignment]
@@ -822,10 +851,18 @@ class TRPOPlus(OnPolicyAlgorithm):
         rollout_data: RolloutBufferSamples | DictRolloutBufferSamples,
         actor_params: set[nn.Parameter],
         features: th.Tensor | None = None,
+        train_features: bool = False,
     ) -> list[float]:
-        """``n_critic_updates`` epochs of minibatch regression of the value function on the GAE returns."""
+        """
+        ``n_critic_updates`` epochs of minibatch regression of the value function on the GAE returns.
+
+        :param actor_params: the parameters the critic leaves alone (their gradients are discarded)
+        :param features: the shared features of the rollout, when already computed at the current parameters
+        :param train_features: run the features extractor in every minibatch, with gradient (it is then trained
+            unless it is among ``actor_params``)
+        """
         returns = rollout_data.returns
-        values_of = self._critic_value_fn(rollout_data.observations, features)
+        values_of = self._critic_value_fn(rollout_data.observations, features, train_features)
         critic_params = [param for param in self.policy.parameters() if param not in actor_params]
         n_samples = returns.shape[0]
         value_losses = []
@@ -847,6 +884,48 @@ class TRPOPlus(OnPolicyAlgorithm):
                 self.policy.optimizer.step()
                 value_losses.append(value_loss.item())
         return value_losses
+
+    def _update_critic_within_kl(
+        self,
+        rollout_data: RolloutBufferSamples | DictRolloutBufferSamples,
+        batch: _PolicyBatch,
+        actor_params: list[nn.Parameter],
+        update: UpdateSettings,
+    ) -> tuple[list[float], Distribution, float, float]:
+        """
+        The critic first, training the features extractor it shares with the actor (``critic_kl_fraction > 0``),
+        within its part of the trust region: its change of the extractor is halved until ``KL(rollout's policy ||
+        policy) <= critic_kl_fraction * target_kl``, and undone if ``CRITIC_KL_HALVINGS`` halvings do not get there,
+        or on any exception or interruption (the critic's own layers keep their training).
+
+        :return: the value losses; the rollout's policy on the batch (the KL of the update is measured from it); its
+            KL to the policy after the critic; the share of the critic's change of the extractor that was kept
+        """
+        policy = self.policy
+        with th.no_grad():
+            rollout_policy = detach_distribution(policy.get_distribution(batch.obs))
+        shared = list(policy.features_extractor.parameters())
+        start = flatten_params(shared)
+        budget = self.critic_kl_fraction * update.target_kl
+        kept, critic_kl = 0.0, 0.0
+        try:
+            value_losses = self._update_critic(rollout_data, set(actor_params) - set(shared), train_features=True)
+            change = flatten_params(shared) - start
+            fraction = 1.0
+            with th.no_grad():
+                for _ in range(CRITIC_KL_HALVINGS + 1):
+                    assign_params(shared, start + fraction * change)
+                    new_policy = policy.get_distribution(batch.obs)
+                    kl = kl_per_sample(rollout_policy, new_policy, self.joint_kl).mean().clamp(min=0.0).item()
+                    if np.isfinite(kl) and kl <= budget:
+                        kept, critic_kl = fraction, kl
+                        break
+                    fraction *= 0.5
+        finally:
+            if kept == 0.0:
+                # the extractor as the rollout's policy had it, exactly
+                assign_params(shared, start)
+        return value_losses, rollout_policy, critic_kl, kept
 
     def _actor_params(self, observations: PyTorchObs | None = None) -> list[nn.Parameter]:
         """
@@ -926,13 +1005,23 @@ class TRPOPlus(OnPolicyAlgorithm):
         rollout_data = whole_rollout(self.rollout_buffer)
         with _images_normalized_once(self.policy, rollout_data.observations) as observations:
             rollout_data = rollout_data._replace(observations=observations)  # type: ignore[arg-type]  # (dict: Dict buffer)
-            # Actor: one trust-region step
             actor_params = self._actor_params(rollout_data.observations)
             batch = self._policy_batch(rollout_data)
-            diagnostics = self._update_policy(batch, update, actor_params)
-            # Critic: regression on the GAE returns, never touching what the actor uses (reusing the actor's shared
-            # features of the rollout when the update computed them at the final parameters)
-            value_losses = self._update_critic(rollout_data, set(actor_params), batch.features)
+            if self.critic_kl_fraction > 0:
+                # Critic first, training the shared features within its part of the trust region; then one
+                # trust-region step for the rest, its KL measured from the rollout's policy
+                value_losses, rollout_policy, critic_kl, kept = self._update_critic_within_kl(
+                    rollout_data, batch, actor_params, update
+                )
+                self.logger.record("train/critic_kl", critic_kl)
+                self.logger.record("train/critic_features_kept", kept)
+                diagnostics = self._update_policy(batch, update, actor_params, reference=rollout_policy, kl_used=critic_kl)
+            else:
+                # Actor: one trust-region step
+                diagnostics = self._update_policy(batch, update, actor_params)
+                # Critic: regression on the GAE returns, never touching what the actor uses (reusing the actor's
+                # shared features of the rollout when the update computed them at the final parameters)
+                value_losses = self._update_critic(rollout_data, set(actor_params), batch.features)
 
         self._n_updates += 1
         self.last_update = diagnostics
@@ -1139,6 +1228,7 @@ def _check_arguments(
     stats_window_size: int,
     joint_kl: bool,
     damped_step_size: bool,
+    critic_kl_fraction: float,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
     _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
@@ -1169,3 +1259,5 @@ def _check_arguments(
     for name, value in (("joint_kl", joint_kl), ("damped_step_size", damped_step_size)):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {value!r}")
+    if not (_is_finite_real(critic_kl_fraction) and 0 <= critic_kl_fraction < 1):
+        raise ValueError(f"critic_kl_fraction must be a number in [0, 1), got {critic_kl_fraction!r}")

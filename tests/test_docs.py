@@ -67,7 +67,15 @@ def test_docs_build(tmp_path):
         assert (out / f"{page}.html").is_file(), page
     trpo_plus = (out / "trpo_plus.html").read_text(encoding="utf-8")
     # The parameters come from the class docstring (autodoc), every one of them
-    for parameter in ("target_kl", "ent_coef_decay", "min_ent_coef", "cg_sub_sampling_factor", "joint_kl", "damped_step_size"):
+    for parameter in (
+        "target_kl",
+        "ent_coef_decay",
+        "min_ent_coef",
+        "cg_sub_sampling_factor",
+        "joint_kl",
+        "damped_step_size",
+        "critic_kl_fraction",
+    ):
         assert f"<strong>{parameter}</strong>" in trpo_plus, parameter
     # The README's quick start is the getting-started example
     assert "evaluate_policy" in (out / "getting_started.html").read_text(encoding="utf-8")

@@ -54,7 +54,13 @@ def test_signature_extends_sb3_contrib():
     # TRPOPlus's own arguments default to plain TRPO behaviour
     defaults = {name: plus_by_name[name].default for name in set(plus_names) - set(contrib_names)}
     assert defaults == dict(
-        ent_coef=0.0, ent_coef_decay=1.0, min_ent_coef=0.0, cg_sub_sampling_factor=1, joint_kl=False, damped_step_size=True
+        ent_coef=0.0,
+        ent_coef_decay=1.0,
+        min_ent_coef=0.0,
+        cg_sub_sampling_factor=1,
+        joint_kl=False,
+        damped_step_size=True,
+        critic_kl_fraction=0.0,
     )
 
 

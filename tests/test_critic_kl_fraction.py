@@ -1,0 +1,122 @@
+"""critic_kl_fraction: the critic trains the shared features extractor within its part of the trust region."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus import trpo_plus as trpo_plus_module
+from sb3_trpo_plus.distributions import kl_per_sample
+from sb3_trpo_plus.parameters import flatten_params
+
+TARGET_KL = 0.01
+
+
+class LinearFeatures(BaseFeaturesExtractor):
+    """A features extractor with parameters (SB3's FlattenExtractor has none), shared by actor and critic."""
+
+    def __init__(self, observation_space: spaces.Box, features_dim: int = 16):
+        super().__init__(observation_space, features_dim)
+        self.linear = nn.Sequential(nn.Linear(get_flattened_obs_dim(observation_space), features_dim), nn.Tanh())
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.linear(observations.flatten(1))
+
+
+class KeepRolloutPolicy(BaseCallback):
+    """A copy of the policy that collected the latest rollout."""
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.rollout_policy = copy.deepcopy(self.model.policy)
+
+
+def shared_model(critic_kl_fraction: float, learning_rate: float = 1e-3) -> TRPOPlus:
+    # (without ortho_init: SB3's action head starts with gain 0.01, which makes the policy all but blind to its features)
+    return TRPOPlus(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=256,
+        batch_size=64,
+        n_critic_updates=3,
+        learning_rate=learning_rate,
+        target_kl=TARGET_KL,
+        critic_kl_fraction=critic_kl_fraction,
+        policy_kwargs=dict(features_extractor_class=LinearFeatures, net_arch=[], ortho_init=False),
+        seed=0,
+    )
+
+
+def rollout_kl(rollout_policy, model: TRPOPlus) -> float:
+    obs = th.as_tensor(model.rollout_buffer.observations.reshape(-1, 4))
+    with th.no_grad():
+        return kl_per_sample(rollout_policy.get_distribution(obs), model.policy.get_distribution(obs)).mean().item()
+
+
+def test_critic_kl_fraction_trains_the_shared_features_within_its_part_of_the_trust_region():
+    # fraction 0 (sb3-contrib's behaviour): the critic never moves the policy, so there is no critic KL to log
+    plain = shared_model(0.0)
+    plain.learn(256)
+    assert "train/critic_kl" not in plain.logger.name_to_value
+    # fraction 0.5: the critic's training of the extractor moves the policy, by at most half the trust region,
+    # and the whole update (critic, then step) stays within target_kl of the rollout's policy
+    model = shared_model(0.5)
+    keep = KeepRolloutPolicy()
+    model.learn(256, callback=keep)
+    logged = model.logger.name_to_value
+    assert 0.0 < logged["train/critic_kl"] <= 0.5 * TARGET_KL
+    assert 0.0 < logged["train/critic_features_kept"] <= 1.0
+    assert model.last_update.line_search_success
+    kl = rollout_kl(keep.rollout_policy, model)
+    assert model.last_update.kl == pytest.approx(kl, rel=1e-4)
+    assert logged["train/critic_kl"] < kl <= TARGET_KL + 1e-7
+
+
+def test_critic_kl_fraction_shrinks_a_large_critic_change():
+    # a learning rate far too large: the critic's change of the extractor is halved (or undone) to fit its budget
+    model = shared_model(0.1, learning_rate=0.5)
+    model.learn(256)
+    logged = model.logger.name_to_value
+    # halved, not undone: part of the change is kept, and its KL is within the budget
+    assert 0.0 < logged["train/critic_features_kept"] < 1.0
+    assert 0.0 < logged["train/critic_kl"] <= 0.1 * TARGET_KL
+
+
+def test_critic_kl_fraction_interrupted_leaves_the_features_as_they_were(monkeypatch):
+    model = shared_model(0.5)
+    model.learn(256)
+    extractor = list(model.policy.features_extractor.parameters())
+    start = flatten_params(extractor).clone()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # interrupted while the critic's change of the extractor is measured: the extractor is the rollout's, exactly
+    monkeypatch.setattr(trpo_plus_module, "kl_per_sample", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.train()
+    assert th.equal(flatten_params(extractor), start)
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.0, float("nan"), "half"])
+def test_critic_kl_fraction_must_be_in_zero_one(value):
+    with pytest.raises(ValueError, match=r"critic_kl_fraction must be a number in \[0, 1\)"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=value)
+
+
+def test_critic_kl_fraction_needs_a_shared_features_extractor():
+    with pytest.raises(ValueError, match=r"critic_kl_fraction > 0 .* needs an ActorCriticPolicy whose features extractor"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, policy_kwargs=dict(share_features_extractor=False))
+    # accepted with SB3's default (shared); nothing to check for 0
+    TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5)
+    TRPOPlus("MlpPolicy", "CartPole-v1", policy_kwargs=dict(share_features_extractor=False))
+    assert np.isclose(TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.25).critic_kl_fraction, 0.25)
