@@ -29,6 +29,18 @@ def is_channels_first_image(space: spaces.Space) -> bool:
     return is_image_space(space, check_channels=False) and is_image_space_channels_first(space)  # type: ignore[arg-type]
 
 
+def scaled_images(observations: th.Tensor) -> th.Tensor:
+    """
+    ``uint8`` images scaled to ``[0, 1]``: ``preprocess_obs``'s ``obs.float() / 255.0``, bit for bit, with the
+    division done in place on the ``float32`` copy (on 2048 Atari frames, one 230 MB allocation fewer). The memory
+    format (``channels_last``) is kept.
+
+    :param observations: the images
+    :return: a new ``float32`` tensor
+    """
+    return observations.to(th.float32, copy=True).div_(255.0)
+
+
 def flattened(array: np.ndarray, device: th.device | str, channels_last: bool = False) -> th.Tensor:
     """
     A buffer array of shape ``(n_steps, n_envs, *shape)`` as a tensor of shape ``(n_envs * n_steps, *shape)``, env by

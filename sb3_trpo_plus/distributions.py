@@ -244,6 +244,20 @@ def kl_per_sample(old_distribution: Distribution, new_distribution: Distribution
     return kl
 
 
+def mean_kl(old_distribution: Distribution, new_distribution: Distribution, joint: bool = True) -> th.Tensor:
+    """
+    ``KL(old || new)`` averaged over the batch: the quantity the trust region bounds.
+
+    A KL is ``>= 0``; float32 rounding makes a vanishing one come out slightly negative, so the mean is clamped at 0.
+
+    :param old_distribution: the behaviour (old) policy's distribution
+    :param new_distribution: the candidate (new) policy's distribution
+    :param joint: as in :func:`kl_per_sample`
+    :return: a scalar tensor
+    """
+    return kl_per_sample(old_distribution, new_distribution, joint).mean().clamp(min=0.0)
+
+
 def kl_scale(distribution: Distribution, joint: bool = True) -> float:
     """
     Factor from the KL of the joint action distribution to the KL that :func:`kl_per_sample` returns with the same

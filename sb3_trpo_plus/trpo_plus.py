@@ -33,9 +33,9 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
-from sb3_trpo_plus.buffers import whole_rollout
+from sb3_trpo_plus.buffers import scaled_images, whole_rollout
 from sb3_trpo_plus.diagnostics import UpdateDiagnostics, UpdateSettings
-from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, kl_scale
+from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_scale, mean_kl
 from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
 from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_trpo_plus.policy_jvp import JvpFn, actor_critic_jvp, functional_jvp
@@ -109,7 +109,8 @@ def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Ite
     SB3's ``preprocess_obs`` converts image observations from ``uint8`` and divides them by 255 at every forward pass.
     One update runs the actor and the critic on the whole rollout several times (gradient, line-search candidates,
     critic epochs); on 1024 Atari frames each conversion costs about half a forward pass of NatureCNN on CPU. The
-    scaling here is ``preprocess_obs``'s own (``obs.float() / 255.0``), so the update is bit-identical. Only SB3's
+    scaling here is ``preprocess_obs``'s own arithmetic (:func:`~sb3_trpo_plus.buffers.scaled_images`), so the update
+    is bit-identical. Only SB3's
     actor-critic policies whose feature extraction goes through ``policy.normalize_images`` are handled; any other
     policy gets the observations unchanged.
 
@@ -126,7 +127,7 @@ def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Ite
         return
 
     def scaled(obs: th.Tensor, space: spaces.Space) -> th.Tensor:
-        return obs.float() / 255.0 if is_image_space(space) else obs
+        return scaled_images(obs) if is_image_space(space) else obs
 
     if isinstance(observations, dict):
         assert isinstance(policy.observation_space, spaces.Dict)
@@ -786,8 +787,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                     assign_params(actor_params, original_params + step_fraction * full_step)
                     new_distribution = self._distribution(batch)
                     new_objective, _ = self._objective(new_distribution, batch, update.ent_coef)
-                    # (a KL is >= 0; float32 rounding makes a vanishing one come out slightly negative)
-                    kl = kl_per_sample(old_distribution, new_distribution, self.joint_kl).mean().clamp(min=0.0)
+                    kl = mean_kl(old_distribution, new_distribution, self.joint_kl)
                     new_objective_value, kl_value = new_objective.item(), kl.item()
                     # Acceptance: the objective improves and the step stays inside the trust region
                     if (
@@ -916,7 +916,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                 for _ in range(CRITIC_KL_HALVINGS + 1):
                     assign_params(shared, start + fraction * change)
                     new_policy = policy.get_distribution(batch.obs)
-                    kl = kl_per_sample(rollout_policy, new_policy, self.joint_kl).mean().clamp(min=0.0).item()
+                    kl = mean_kl(rollout_policy, new_policy, self.joint_kl).item()
                     if np.isfinite(kl) and kl <= budget:
                         kept, critic_kl = fraction, kl
                         break

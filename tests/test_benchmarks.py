@@ -247,8 +247,16 @@ def test_rollout_batch():
     assert not buffer.generator_ready and np.array_equal(buffer.observations, observations)
     key = lambda frames: sorted(frames.reshape(len(frames), -1).tolist())  # noqa: E731
     assert key(shuffled) == key(whole) and th.equal(whole[1], th.as_tensor(observations[1, 0]) / 255.0)
+    # the update's scaling (division in place) is bit-identical to ``/ 255.0``, in channels_last, and is a copy
+    in_place = rollout_batch.in_place_path(buffer)
+    assert th.equal(in_place, whole) and in_place.is_contiguous(memory_format=th.channels_last)
+    assert np.array_equal(buffer.observations, observations)
     times = rollout_batch.main(["--n-envs", "2", "--n-steps", "3", "--repeats", "2", "--threads", "1"])
-    assert {name: len(values) for name, values in times.items()} == {"get + channels_last": 2, "whole_rollout": 2}
+    assert {name: len(values) for name, values in times.items()} == {
+        "get + channels_last": 2,
+        "whole_rollout": 2,
+        "whole_rollout, in place": 2,
+    }
 
 
 def test_direction_quality(tmp_path):

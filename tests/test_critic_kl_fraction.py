@@ -101,7 +101,7 @@ def test_critic_kl_fraction_interrupted_leaves_the_features_as_they_were(monkeyp
         raise KeyboardInterrupt
 
     # interrupted while the critic's change of the extractor is measured: the extractor is the rollout's, exactly
-    monkeypatch.setattr(trpo_plus_module, "kl_per_sample", interrupted)
+    monkeypatch.setattr(trpo_plus_module, "mean_kl", interrupted)
     with pytest.raises(KeyboardInterrupt):
         model.train()
     assert th.equal(flatten_params(extractor), start)

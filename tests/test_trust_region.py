@@ -12,7 +12,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch.func import functional_call
 from torch.nn.utils import parameters_to_vector
 
-from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample
+from sb3_trpo_plus import distributions
+from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, mean_kl
 from sb3_trpo_plus.parameters import unflatten_like
 from sb3_trpo_plus.policy_jvp import actor_critic_jvp, functional_jvp
 from sb3_trpo_plus.trust_region import FisherVectorProduct
@@ -175,6 +176,20 @@ def test_kl_per_sample_is_joint_kl():
     closed_form = (th.log(s1 / s0) + (s0**2 + (mu0 - mu1) ** 2) / (2 * s1**2) - 0.5).sum(dim=1)
     assert th.allclose(kl_per_sample(old, new), closed_form)
     assert np.all(kl_per_sample(old, new).numpy() > 0)
+
+
+def test_mean_kl_is_the_batch_mean_clamped_at_zero(monkeypatch):
+    """The trust region's KL: the batch mean of ``kl_per_sample``, and a rounding-negative mean reads as 0."""
+    policy, obs = make_policy(gym.spaces.Box(-1, 1, (2,)), {})
+    old = detach_distribution(policy.get_distribution(obs))
+    with th.no_grad():
+        policy.log_std.add_(0.2)
+    new = detach_distribution(policy.get_distribution(obs))
+    assert mean_kl(old, new).item() == kl_per_sample(old, new).mean().item() > 0
+    assert mean_kl(old, new, joint=False).item() == kl_per_sample(old, new, joint=False).mean().item()
+    # float32 rounding of a vanishing KL
+    monkeypatch.setattr(distributions, "kl_per_sample", lambda *args: th.tensor([-1e-9, -3e-9]))
+    assert mean_kl(old, new).item() == 0.0
 
 
 def test_unflatten_like_checks_size():
