@@ -11,7 +11,8 @@
 # A 1M-step Breakout run takes longer than a working session, and results/tmp/ is not committed. `--carry` copies the
 # latest checkpoint, the evaluation curve and the TensorBoard logs of every unfinished Breakout run to
 # benchmarks/results/in_progress/ (committed: about 30 MB per run); a run started in a new checkout begins from there.
-# A finished run's carried copy is deleted (commit the deletion with its result).
+# Unfinished MinAtar runs that have passed a checkpoint (every 250k steps) are carried too: their checkpoint and curve
+# (a few MB), to in_progress/learning/. A finished run's carried copy is deleted (commit the deletion with its result).
 #
 # Lane 1: the MinAtar sweep (TRPOPlus and PPO; Asterix, Freeway, Seaquest, SpaceInvaders; seeds 1, then 2, then 3;
 #         Breakout seeds 1-3 exist; 10-20 min a run), then ALE Breakout TRPOPlus `atari` entry seed 2.
@@ -51,12 +52,36 @@ carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinish
         [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
         echo "carried $run ($(ls "$carried/checkpoints" | grep zip)) -> $carried ($(du -sh "$carried" | cut -f1))"
     done
+    for run in benchmarks/results/tmp/learning/*/MinAtar-*/seed*; do
+        carried=$CARRY/${run#benchmarks/results/tmp/}
+        if [ -f "benchmarks/results/${run#benchmarks/results/tmp/}.json" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null
+        then continue; fi
+        rm -rf "$carried" && mkdir -p "$carried"
+        cp -r "$run/checkpoints" "$carried"/
+        [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
+        echo "carried $run ($(ls "$carried/checkpoints" | grep zip)) -> $carried ($(du -sh "$carried" | cut -f1))"
+    done
+}
+
+uncarry_minatar() {  # carried MinAtar runs -> results/tmp/ (where learning.py resumes them); finished ones deleted
+    local carried key
+    for carried in $CARRY/learning/*/MinAtar-*/seed*; do
+        [ -d "$carried" ] || continue
+        key=${carried#$CARRY/}
+        if [ -f "benchmarks/results/$key.json" ]; then rm -rf "$carried"; continue; fi
+        if ! compgen -G "benchmarks/results/tmp/$key/checkpoints/*.zip" > /dev/null; then
+            echo "starting from the carried checkpoint $carried"
+            mkdir -p "benchmarks/results/tmp/$key" && cp -r "$carried"/. "benchmarks/results/tmp/$key"/
+        fi
+    done
 }
 
 minatar() {  # learning.py skips the finished (algo, env, seed) keys; seed by seed, so every game has a pair early
+    uncarry_minatar
     for seed in 1 2 3; do
         OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.learning --algos trpo_plus ppo --envs "${MINATAR_GAMES[@]}" \
             --seeds "$seed" --jobs 1 --threads 1 || return
+        uncarry_minatar  # (deletes the carried copies of the runs just finished)
     done
 }
 
