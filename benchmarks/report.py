@@ -677,6 +677,13 @@ def differences_from_entry(record: dict[str, Any]) -> str:
     return "; ".join(changed) if changed else "none"
 
 
+def _wall_time(record: dict[str, Any]) -> str:
+    """The run's wall time in seconds; a resumed run records only its last part's, said as such."""
+    wall = f"{record['wall_s_this_session']:.0f}"
+    resumed_from = record.get("resumed_from")
+    return f"{wall} (from step {resumed_from:,})" if resumed_from else wall
+
+
 def breakout_row(record: dict[str, Any]) -> dict[str, Any]:
     curve = record["curve"]
     train = [value for value in curve.get("train_ep_rew_mean", []) if value is not None]
@@ -689,7 +696,7 @@ def breakout_row(record: dict[str, Any]) -> dict[str, Any]:
         "best": max(curve["mean"]),
         "train_reward": Shown(train[-1] if train else None),
         "critic_ev": Shown(_late_explained_variance(record)),
-        "wall_s": record["wall_s_this_session"],
+        "wall_s": _wall_time(record),
         "hyperparams_source": record["hyperparams_source"],
         "differences": differences_from_entry(record),
         "command": record["command"],
