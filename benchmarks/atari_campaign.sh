@@ -99,6 +99,9 @@ if [ "${1:-}" = "--status" ]; then
     done
     "$PYTHON" -m benchmarks.learning --algos trpo_plus ppo --envs "${MINATAR_GAMES[@]}" --seeds 1 2 3 --dry-run \
         | grep -v "^would run"
+    for carried in $CARRY/learning/*/MinAtar-*/seed*; do
+        [ -d "$carried" ] && echo "carried   $carried ($(ls "$carried/checkpoints" | grep zip))"
+    done
     exit 0
 fi
 
