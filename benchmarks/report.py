@@ -723,6 +723,12 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
     by_algo = {algo: sorted(runs, key=lambda r: r["seed"]) for algo, runs in by_algo.items() if runs}
     if not by_algo:
         return fill("breakout.comparison.none", budget=BREAKOUT_BUDGET)
+    # The same seeds for both entries: once they share one, a run whose seed the other entry has not finished waits
+    # for its pair (left out of the estimates, listed after the verdict)
+    paired = set.intersection(*({r["seed"] for r in by_algo.get(algo, [])} for algo in BREAKOUT_ALGOS))
+    unpaired = [r for runs in by_algo.values() for r in runs if r["seed"] not in paired] if paired else []
+    if paired:
+        by_algo = {algo: [r for r in runs if r["seed"] in paired] for algo, runs in by_algo.items()}
     estimates = interval_estimates({algo: np.array([r["final"]["mean"] for r in runs]) for algo, runs in by_algo.items()})
     image = images_dir / "breakout_entries_curves.png"
     plot_curves("BreakoutNoFrameskip-v4", by_algo, image)
@@ -747,15 +753,19 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
             overlap=OVERLAP[bool(plus_iqm.low <= reference_iqm.high and reference_iqm.low <= plus_iqm.high)],
         )
     else:
-        counts = ", ".join(f"{ALGO_LABELS[algo]} {len(by_algo.get(algo, []))}" for algo in BREAKOUT_ALGOS)
-        verdict = fill("breakout.comparison.not_yet", counts=counts, min_seeds=BREAKOUT_MIN_SEEDS)
+        verdict = fill("breakout.comparison.not_yet", n_seeds=len(paired), min_seeds=BREAKOUT_MIN_SEEDS)
+    waiting = fill_each(
+        "breakout.comparison.waiting_run",
+        ({"label": ALGO_LABELS[r["algo"]], "seed": r["seed"], "score": r["final"]["mean"]} for r in unpaired),
+        ", ",
+    )
     return fill(
         "breakout.comparison",
         budget=BREAKOUT_BUDGET,
         bootstrap_reps=BOOTSTRAP_REPS,
         bootstrap_seed=BOOTSTRAP_SEED,
         rows=fill_each("breakout.comparison.row", rows),
-        verdict=verdict,
+        verdict=paragraphs(verdict, fill("breakout.comparison.waiting", runs=waiting) if unpaired else ""),
         image=_image_link(image, docs_dir),
     )
 

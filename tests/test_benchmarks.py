@@ -207,7 +207,7 @@ def test_minatar_aggregate(tmp_path):
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
-    # Only runs of today's entries at the full budget count; the verdict waits for 3 seeds of each
+    # Only runs of today's entries at the full budget, on the seeds both have, count; the verdict waits for 3 seeds
     monkeypatch.setattr(report, "BOOTSTRAP_REPS", 500)
     entries = {algo: load_hyperparams(algo, "BreakoutNoFrameskip-v4")[0] for algo in report.BREAKOUT_ALGOS}
 
@@ -227,11 +227,16 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     records = [run("ppo", seed, 10.0 + seed) for seed in range(3)] + [run("trpo_plus", 0, 20.0), run("trpo_plus", 1, 21.0)]
     records += [{**run("trpo_plus", 2, 99.0), "variant": "other"}, run("trpo_plus", 3, 98.0, cg_max_steps=99)]
     text = report.breakout_comparison(records, tmp_path, tmp_path)
-    assert "Not judged yet: TRPOPlus 2, PPO 3 seed(s)" in text and "98.0" not in text and "99.0" not in text
+    assert "Not judged yet: 2 seed(s) with a run of both entries, 3 needed" in text
+    assert "98.0" not in text and "99.0" not in text
+    # PPO's seed 2 waits for TRPOPlus's: out of PPO's row, named after the verdict
+    assert "| PPO | 2 | 0: 10.0, 1: 11.0 | 10.5 [" in text and "(not in the table above): PPO seed 2 (12.0)." in text
     assert (tmp_path / "breakout_entries_curves.png").is_file()
-    text = report.breakout_comparison([*records, run("trpo_plus", 2, 22.0)], tmp_path, tmp_path)
+    # a fourth PPO seed without its TRPOPlus pair is left out of the judged estimates
+    text = report.breakout_comparison([*records, run("trpo_plus", 2, 22.0), run("ppo", 3, 80.0)], tmp_path, tmp_path)
     assert "| TRPOPlus | 3 | 0: 20.0, 1: 21.0, 2: 22.0 | 21.0 [" in text
     assert "Goal TRPOPlus IQM >= PPO IQM: **met** (TRPOPlus 21.0, PPO 11.0: 1.91x; the intervals do not overlap)" in text
+    assert "(not in the table above): PPO seed 3 (80.0)." in text
     worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
     assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
 
