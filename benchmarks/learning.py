@@ -30,6 +30,9 @@ Usage::
         --seeds 0 1 2 3 4 --jobs 2 --threads 1
     # one run
     python -m benchmarks.learning --algos trpo_plus --envs CartPole-v1 --seeds 0
+    # a tuning variant: the entry with overrides, on tuning seeds, in a results folder of its own
+    python -m benchmarks.learning --algos trpo_plus --envs MinAtar/SpaceInvaders-v1 --seeds 100 101 \
+        --params target_kl:0.02 --results-dir benchmarks/results/minatar_tuning/target_kl_0.02
 """
 
 import argparse
@@ -55,6 +58,7 @@ from benchmarks._common import (
     env_dirname,
     load_hyperparams,
     machine_info,
+    parse_params,
     set_threads,
     to_jsonable,
     write_json,
@@ -332,6 +336,11 @@ def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None
     run_dir = work_dir(results_dir, algo, env_id, seed)
     if args.force and run_dir.exists():
         shutil.rmtree(run_dir)
+    # The YAML entry, with the --params overrides on top (a tuning variant); None: the entry as train_run reads it
+    hyperparams, source = None, None
+    if args.params:
+        hyperparams, source = load_hyperparams(algo, env_id)
+        hyperparams.update(parse_params(args.params))
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     record = train_run(
         algo,
@@ -339,6 +348,7 @@ def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None
         seed,
         n_timesteps,
         run_dir,
+        hyperparams=hyperparams,
         device=args.device,
         eval_freq=eval_freq,
         eval_episodes=args.eval_episodes,
@@ -346,6 +356,8 @@ def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None
         checkpoint_freq=args.checkpoint_freq if n_timesteps > args.checkpoint_freq > 0 else 0,
         log_args=args,
     )
+    if args.params:
+        record["hyperparams_source"] = f"{source} with {' '.join(args.params)}"
     record.update(
         budget_source="given" if args.n_timesteps is not None else args.budget_source,
         budget_scale=args.budget_scale,
@@ -370,6 +382,8 @@ def child_command(args: argparse.Namespace, algo: str, env_id: str, seed: int) -
         command += ["--n-timesteps", str(args.n_timesteps)]
     if args.eval_freq is not None:
         command += ["--eval-freq", str(args.eval_freq)]
+    if args.params:
+        command += ["--params", *args.params]
     if args.force:
         command.append("--force")
     return command
@@ -413,7 +427,7 @@ def sweep(args: argparse.Namespace, keys: list[tuple[str, str, int]]) -> int:
     return failures
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algos", nargs="+", default=list(ALGO_LABELS), choices=list(ALGO_LABELS))
     parser.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
@@ -433,11 +447,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (subprocesses) when there are several")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--params",
+        nargs="+",
+        default=[],
+        help="overrides of the YAML entry, key:value (e.g. target_kl:0.02), for a tuning variant: one algorithm only, "
+        "and a --results-dir of its own",
+    )
     parser.add_argument("--results-dir", default=str(RESULTS_DIR))
     parser.add_argument("--force", action="store_true", help="redo finished runs")
     parser.add_argument("--dry-run", action="store_true", help="list the runs to do and stop")
     args = parser.parse_args(argv)
+    if args.params:
+        if len(args.algos) != 1:
+            parser.error(f"--params overrides one algorithm's entry: give one in --algos, not {args.algos}")
+        if Path(args.results_dir).resolve() == RESULTS_DIR.resolve():
+            parser.error("--params runs a variant: give it a --results-dir of its own (the reported results stay apart)")
+        try:
+            parse_params(args.params)  # a malformed pair is an error now, not in every run
+        except ValueError as error:
+            parser.error(str(error))
+    return args
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     # Env by env, seed by seed, the algorithms side by side: an interrupted sweep leaves whole comparisons
     keys = [(algo, env_id, seed) for env_id in args.envs for seed in args.seeds for algo in args.algos]
     if len(keys) == 1 and args.jobs == 1 and not args.dry_run:

@@ -98,6 +98,28 @@ def test_learning_runs_and_skips_finished(learning_results, capsys):
     assert "3 of 3 runs done already; 0 to run" in capsys.readouterr().out
 
 
+def test_learning_params(tmp_path, capsys):
+    # A tuning variant: the entry with overrides, recorded as such, in its own results folder
+    argv = ["--algos", "trpo_plus", "--envs", "CartPole-v1", "--seeds", "0", "--n-timesteps", "256"]
+    argv += ["--eval-episodes", "1", "--n-eval-envs", "1", "--results-dir", str(tmp_path)]
+    learning.main([*argv, "--params", "n_steps:64", "target_kl:0.02"])
+    record = json.loads((tmp_path / "learning" / "trpo_plus" / "CartPole-v1" / "seed0.json").read_text())
+    assert record["hyperparams"]["n_steps"] == 64 and record["hyperparams"]["target_kl"] == 0.02
+    assert record["hyperparams_source"].endswith(":CartPole-v1 with n_steps:64 target_kl:0.02")
+    # the sweep's subprocesses get the overrides too
+    args = learning.parse_args([*argv, "--params", "n_steps:64"])
+    assert learning.child_command(args, "trpo_plus", "CartPole-v1", 0)[-2:] == ["--params", "n_steps:64"]
+    # refused at once, naming the parameter: several algorithms, the reported results folder, a malformed pair
+    for bad, message in [
+        (["--algos", "trpo_plus", "ppo", "--params", "n_steps:64", "--results-dir", str(tmp_path)], "one in --algos"),
+        (["--algos", "trpo_plus", "--params", "n_steps:64"], "--results-dir of its own"),
+        (["--algos", "trpo_plus", "--params", "n_steps", "--results-dir", str(tmp_path)], "key:value pairs"),
+    ]:
+        with pytest.raises(SystemExit):
+            learning.parse_args(["--envs", "CartPole-v1", *bad])
+        assert message in capsys.readouterr().err
+
+
 def test_learning_resumes_from_checkpoint(tmp_path):
     # Acrobot-v1 uses VecNormalize: its statistics are checkpointed and restored too
     hyperparams = {**load_hyperparams("trpo_plus", "Acrobot-v1")[0], "n_steps": 128}  # 256 steps per update
