@@ -726,8 +726,9 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
     # The same seeds for both entries: once they share one, a run whose seed the other entry has not finished waits
     # for its pair (left out of the estimates, listed after the verdict)
     paired = set.intersection(*({r["seed"] for r in by_algo.get(algo, [])} for algo in BREAKOUT_ALGOS))
-    unpaired = [r for runs in by_algo.values() for r in runs if r["seed"] not in paired] if paired else []
+    unpaired: list[dict[str, Any]] = []
     if paired:
+        unpaired = [r for runs in by_algo.values() for r in runs if r["seed"] not in paired]
         by_algo = {algo: [r for r in runs if r["seed"] in paired] for algo, runs in by_algo.items()}
     estimates = interval_estimates({algo: np.array([r["final"]["mean"] for r in runs]) for algo, runs in by_algo.items()})
     image = images_dir / "breakout_entries_curves.png"
