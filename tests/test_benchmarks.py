@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("rl_zoo3")
 
-from benchmarks import breakout, direction_quality, fvp, learning, report, rollout_batch, throughput
+from benchmarks import breakout, direction_quality, fvp, learning, minatar_tuning, report, rollout_batch, throughput
 from benchmarks._common import load_hyperparams
 
 pytestmark = pytest.mark.benchmarks
@@ -118,6 +118,36 @@ def test_learning_params(tmp_path, capsys):
         with pytest.raises(SystemExit):
             learning.parse_args(["--envs", "CartPole-v1", *bad])
         assert message in capsys.readouterr().err
+
+
+def test_minatar_tuning_decision():
+    # Scale: random 0, PPO 10 on every game, so a score of 10 is 1.0 normalized
+    scales = {game: (0.0, 10.0) for game in minatar_tuning.GAMES}
+    entry = {game: [10.0, 10.0] for game in minatar_tuning.GAMES}
+
+    def variant(**changes):
+        return {**entry, **{game: [score, score] for game, score in changes.items()}}
+
+    # A gain of 0.08 (4 / 10 / 5 games), led by SpaceInvaders: taken
+    choice, summary = minatar_tuning.decide({"entry": entry, "v": variant(SpaceInvaders=14.0)}, scales)
+    assert choice == "v" and summary["v"]["aggregate"] == pytest.approx(1.08)
+    # The same gain elsewhere, SpaceInvaders unchanged: the entry stays
+    choice, summary = minatar_tuning.decide({"entry": entry, "v": variant(Asterix=14.0)}, scales)
+    assert choice == "entry" and summary["v"]["checks"]["deciding_game"] is False
+    # A gain of 0.04 only: the entry stays
+    assert minatar_tuning.decide({"entry": entry, "v": variant(SpaceInvaders=12.0)}, scales)[0] == "entry"
+    # A large gain paid for by one game 0.3 lower: the entry stays
+    choice, summary = minatar_tuning.decide({"entry": entry, "v": variant(SpaceInvaders=20.0, Freeway=7.0)}, scales)
+    assert choice == "entry" and summary["v"]["checks"] == {"gain": True, "deciding_game": True, "no_game_drop": False}
+    # Of two variants that pass, the higher aggregate
+    both = {"entry": entry, "a": variant(SpaceInvaders=14.0), "b": variant(SpaceInvaders=16.0)}
+    assert minatar_tuning.decide(both, scales)[0] == "b"
+    # Every configuration on every game, seed by seed: the first seed of all before the second
+    lines = minatar_tuning.commands("python")
+    assert len(lines) == len(minatar_tuning.SEEDS) * len(minatar_tuning.VARIANTS) * len(minatar_tuning.GAMES)
+    half = len(lines) // 2
+    assert all("--seeds 100 " in line for line in lines[:half]) and all("--seeds 101 " in line for line in lines[half:])
+    assert sum("--params target_kl:0.02" in line for line in lines) == 2 * len(minatar_tuning.GAMES)
 
 
 def test_learning_resumes_from_checkpoint(tmp_path):
