@@ -3,9 +3,12 @@ Tuning of the MinAtar entry of ``hyperparams/trpo_plus.yml`` (one set of values 
 are never reported (100 and 101) and half the reported budget (1M steps). The rule below was committed before any
 of these runs started; the reported seeds (1-3, 2M steps) are run again only with the values it picks.
 
-The configurations: the entry as it is (``entry``) and each variant, the entry with the overrides of ``VARIANTS``
+The configurations: the entry as it is (``entry``) and each variant, the entry with the overrides of ``ROUNDS``
 (``python -m benchmarks.learning --params``). Every ``(configuration, seed, game)`` is one run, its result in
-``benchmarks/results/minatar_tuning/<configuration>/learning/trpo_plus/<game>/seed<k>.json``.
+``benchmarks/results/minatar_tuning/<configuration>/learning/trpo_plus/<game>/seed<k>.json``; the entry's runs are
+shared by the rounds. Each round's variants were committed before its runs started: round 1's (``target_kl_0.02``,
+``ent_coef_0.02``) with the rule; round 2's (the critic training the shared features: overrides of the same entry,
+judged by the same rule against it) while round 1's seed-101 runs were still going, its seed-100 scores known.
 
 The rule (``decide``):
 
@@ -13,17 +16,17 @@ The rule (``decide``):
    ``(score - random) / (PPO - random)``, with ``random`` from ``minatar_random.json`` and ``PPO`` the mean of the
    reported PPO runs (seeds 1-3, 2M steps): PPO is not tuned, it only sets each game's scale.
 2. Aggregate of a configuration: the mean over the five games of the mean over the two seeds.
-3. The variant with the highest aggregate replaces the entry if (a) its aggregate is at least the entry's + 0.05,
-   (b) its mean SpaceInvaders score is above the entry's (the game where the entry is below PPO), and (c) on no game
-   is its normalized mean more than 0.25 below the entry's. Otherwise the entry stays as it is.
-4. Nothing is decided before every run of every configuration has finished.
+3. In each round, the variant with the highest aggregate replaces the entry if (a) its aggregate is at least the
+   entry's + 0.05, (b) its mean SpaceInvaders score is above the entry's (the game where the entry is below PPO),
+   and (c) on no game is its normalized mean more than 0.25 below the entry's. Otherwise the entry stays as it is.
+4. Nothing is decided before every run of every configuration of the round has finished.
 
 Usage::
 
-    # the runs, two at a time (resumable: a finished run is skipped); logs under each results folder's tmp/
-    python -m benchmarks.minatar_tuning --commands | xargs -P 2 -I{} sh -c {}
-    # the table and the decision
-    python -m benchmarks.minatar_tuning
+    # the runs of a round, two at a time (resumable: a finished run is skipped); logs under each results folder's tmp/
+    python -m benchmarks.minatar_tuning --round 2 --commands | xargs -P 2 -I{} sh -c {}
+    # the round's table and decision
+    python -m benchmarks.minatar_tuning --round 2
 """
 
 import argparse
@@ -43,14 +46,26 @@ SEEDS = (100, 101)
 N_TIMESTEPS = 1_000_000
 #: The seeds the report shows: PPO's runs on them set each game's scale, TRPOPlus's are never read here
 REFERENCE_SEEDS = (1, 2, 3)
-#: The configurations: the entry, then the variants (overrides of the entry, ``key:value``)
-VARIANTS: dict[str, list[str]] = {
-    "entry": [],
-    # larger steps: the entry learns SpaceInvaders more slowly than PPO throughout
-    "target_kl_0.02": ["target_kl:0.02"],
-    # less entropy bonus early (same decay and floor): the entry's entropy is still 0.55 on SpaceInvaders at 2M
-    "ent_coef_0.02": ["ent_coef:0.02"],
+#: The configurations of each round: the entry, then the variants (overrides of the entry, ``key:value``)
+ROUNDS: dict[int, dict[str, list[str]]] = {
+    1: {
+        "entry": [],
+        # larger steps: the entry learns SpaceInvaders more slowly than PPO throughout
+        "target_kl_0.02": ["target_kl:0.02"],
+        # less entropy bonus early (same decay and floor): the entry's entropy is still 0.55 on SpaceInvaders at 2M
+        "ent_coef_0.02": ["ent_coef:0.02"],
+    },
+    2: {
+        "entry": [],
+        # the critic trains the shared CNN too (as PPO's value loss does), within half the trust region; the policy's
+        # step gets the other half
+        "critic_kl_0.5": ["critic_kl_fraction:0.5"],
+        # the same, with the policy's step as large as the entry's (0.01 of KL each for the critic and the step)
+        "critic_kl_0.5_target_kl_0.02": ["critic_kl_fraction:0.5", "target_kl:0.02"],
+    },
 }
+#: Round 1's configurations (the first round)
+VARIANTS = ROUNDS[1]
 MIN_GAIN = 0.05
 MAX_GAME_DROP = 0.25
 DECIDING_GAME = "SpaceInvaders"
@@ -60,12 +75,12 @@ def env_id(game: str) -> str:
     return f"MinAtar/{game}-v1"
 
 
-def commands(python: str = sys.executable) -> list[str]:
-    """One ``benchmarks.learning`` command per run (run from the repository's root), seed first, so that an
-    interrupted sweep has every configuration on the first seed before any on the second."""
+def commands(python: str = sys.executable, round_: int = 1) -> list[str]:
+    """One ``benchmarks.learning`` command per run of the round (run from the repository's root), seed first, so
+    that an interrupted sweep has every configuration on the first seed before any on the second."""
     lines = []
     for seed in SEEDS:
-        for name, params in VARIANTS.items():
+        for name, params in ROUNDS[round_].items():
             for game in GAMES:
                 argv = [python, "-m", "benchmarks.learning", "--algos", "trpo_plus", "--envs", env_id(game)]
                 argv += ["--seeds", str(seed), "--n-timesteps", str(N_TIMESTEPS), "--threads", "1"]
@@ -129,11 +144,11 @@ def decide(
     return (best if all(checks.values()) else "entry"), summary
 
 
-def collect(tuning_dir: Path = TUNING_DIR) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
-    """The finished scores of every configuration, and the runs still missing."""
+def collect(tuning_dir: Path = TUNING_DIR, round_: int = 1) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
+    """The finished scores of every configuration of the round, and the runs still missing."""
     scores: dict[str, dict[str, list[float]]] = {}
     missing = []
-    for name in VARIANTS:
+    for name in ROUNDS[round_]:
         scores[name] = {}
         for game in GAMES:
             found = [_final(_result(tuning_dir / name, "trpo_plus", game, seed)) for seed in SEEDS]
@@ -144,13 +159,14 @@ def collect(tuning_dir: Path = TUNING_DIR) -> tuple[dict[str, dict[str, list[flo
 
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--round", type=int, default=1, choices=sorted(ROUNDS), help="the round (default: 1)")
     parser.add_argument("--commands", action="store_true", help="print the runs' commands, one per line")
     args = parser.parse_args(argv)
     if args.commands:
-        text = "\n".join(commands())
+        text = "\n".join(commands(round_=args.round))
         print(text)
         return text
-    scores, missing = collect()
+    scores, missing = collect(round_=args.round)
     lines = ["| configuration | " + " | ".join(GAMES) + " |", "| --- |" + " ---: |" * len(GAMES)]
     for name, by_game in scores.items():
         cells = [", ".join(f"{score:.1f}" for score in by_game[game]) or "-" for game in GAMES]

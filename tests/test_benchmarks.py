@@ -148,6 +148,11 @@ def test_minatar_tuning_decision():
     half = len(lines) // 2
     assert all("--seeds 100 " in line for line in lines[:half]) and all("--seeds 101 " in line for line in lines[half:])
     assert sum("--params target_kl:0.02" in line for line in lines) == 2 * len(minatar_tuning.GAMES)
+    # Round 2: its own variants, and the entry's runs (the same commands, so shared with round 1)
+    second = minatar_tuning.commands("python", round_=2)
+    assert not any("target_kl:0.02" in line and "critic_kl_fraction" not in line for line in second)
+    assert {line for line in second if "--params" not in line} == {line for line in lines if "--params" not in line}
+    assert sum("--params critic_kl_fraction:0.5" in line for line in second) == 4 * len(minatar_tuning.GAMES)
 
 
 def test_learning_resumes_from_checkpoint(tmp_path):
