@@ -74,7 +74,7 @@ PHASE_LABELS = {
     "gradient": "forward + surrogate gradient",
     "fvp_setup": "FVP setup (linearization)",
     "cg": "conjugate gradient",
-    "curvature": "step length (1 FVP)",
+    "curvature": "step length",
     "line_search": "line search",
     "critic": "critic",
 }

@@ -2,9 +2,10 @@
 Time the preparation of the update's batch from a full rollout buffer of Atari frames (8 envs x 256 steps of
 4x84x84 by default, the ``atari`` entry's rollout): ``next(buffer.get(batch_size=None))`` then ``channels_last`` (the
 path before ``sb3_trpo_plus.buffers.whole_rollout``) against ``whole_rollout``, each followed by the images' scaling
-to [0, 1] that the update does once: ``/ 255.0`` (a second 230 MB allocation), and since stop 23
-``sb3_trpo_plus.buffers.scaled_images`` (the division in place, bit-identical). The paths are timed in turn (the order
-reversed every repeat), so a shared machine's drift hits all alike.
+to [0, 1] that the update does once: ``/ 255.0`` (a second 230 MB allocation); since stop 23
+``sb3_trpo_plus.buffers.scaled_images`` (the division in place on a copy, bit-identical); since stop 26 the division
+in place on ``whole_rollout``'s own tensor (no copy at all, ``scaled_images(..., in_place=True)``). The paths are
+timed in turn (the order reversed every repeat), so a shared machine's drift hits all alike.
 
 Usage::
 
@@ -56,8 +57,13 @@ def whole_path(buffer: RolloutBuffer) -> th.Tensor:
 
 
 def in_place_path(buffer: RolloutBuffer) -> th.Tensor:
-    """What the update does now (``TRPOPlus.train``: ``whole_rollout``, then ``scaled_images``)."""
+    """``whole_rollout``, then ``scaled_images`` on a copy (the update from stop 23 to stop 25)."""
     return scaled_images(whole_rollout(buffer).observations)
+
+
+def no_copy_path(buffer: RolloutBuffer) -> th.Tensor:
+    """What the update does now (``TRPOPlus.train``: ``whole_rollout``, then ``scaled_images`` on its own tensor)."""
+    return scaled_images(whole_rollout(buffer).observations, in_place=True)
 
 
 def timed(function: Callable[[RolloutBuffer], th.Tensor], buffer: RolloutBuffer) -> float:
@@ -77,7 +83,12 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
 
     th.set_num_threads(args.threads)
     buffer = filled_buffer(args.n_envs, args.n_steps, args.seed)
-    paths = {"get + channels_last": shuffled_path, "whole_rollout": whole_path, "whole_rollout, in place": in_place_path}
+    paths = {
+        "get + channels_last": shuffled_path,
+        "whole_rollout": whole_path,
+        "whole_rollout, in place": in_place_path,
+        "whole_rollout, no copy": no_copy_path,
+    }
     times: dict[str, list[float]] = {name: [] for name in paths}
     for repeat in range(args.repeats):
         for name in list(paths)[:: 1 if repeat % 2 == 0 else -1]:
@@ -85,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     print(f"batch of {args.n_envs} x {args.n_steps} frames of 4x84x84, {args.repeats} calls each, in alternation:")
     for name, values in times.items():
         print(f"  {name:24s} mean {np.mean(values):.3f} s, best {np.min(values):.3f} s")
-    for before, after in (("get + channels_last", "whole_rollout"), ("whole_rollout", "whole_rollout, in place")):
+    for before, after in zip(list(paths), list(paths)[1:]):
         saved = np.mean(times[before]) - np.mean(times[after])
         print(f"  {after!r} against {before!r}: {saved:.3f} s saved per update (means)")
     return times

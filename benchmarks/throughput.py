@@ -11,7 +11,7 @@ run included). The rate counts every timed update: rollout plus training, after 
 the rollout-only rate (the ceiling) runs TRPOPlus's model without updates.
 
 ``--phase-timing`` splits the updates without changing library code: the script times the methods of a
-``TRPOPlus`` subclass and wraps the module-level functions ``_update_policy`` calls (``conjugate_gradient_solver``,
+``TRPOPlus`` subclass and wraps the module-level functions ``_update_policy`` calls (``conjugate_gradient``,
 ``assign_params``) and ``FisherVectorProduct.__call__``; for sb3-contrib TRPO it wraps ``_compute_actor_grad``,
 ``conjugate_gradient_solver``, ``hessian_vector_product`` and the critic's first minibatch fetch.
 
@@ -168,7 +168,7 @@ def trpo_plus_phase_timing(model: TimedTRPOPlus) -> Iterator[None]:
     """Wrap the functions ``TRPOPlus._update_policy`` calls, to mark the CG and line-search boundaries."""
     model.phase_log = []
     with (
-        patched(trpo_plus_module, "conjugate_gradient_solver", marking(model, "cg")),
+        patched(trpo_plus_module, "conjugate_gradient", marking(model, "cg")),
         # the first assignment is the first line-search candidate
         patched(trpo_plus_module, "assign_params", marking_start(model, "line_search_start")),
         patched(FisherVectorProduct, "__call__", counting(model)),

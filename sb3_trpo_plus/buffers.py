@@ -29,15 +29,19 @@ def is_channels_first_image(space: spaces.Space) -> bool:
     return is_image_space(space, check_channels=False) and is_image_space_channels_first(space)  # type: ignore[arg-type]
 
 
-def scaled_images(observations: th.Tensor) -> th.Tensor:
+def scaled_images(observations: th.Tensor, in_place: bool = False) -> th.Tensor:
     """
     ``uint8`` images scaled to ``[0, 1]``: ``preprocess_obs``'s ``obs.float() / 255.0``, bit for bit, with the
     division done in place on the ``float32`` copy (on 2048 Atari frames, one 230 MB allocation fewer). The memory
     format (``channels_last``) is kept.
 
     :param observations: the images
-    :return: a new ``float32`` tensor
+    :param in_place: when they are ``float32`` already (as SB3's rollout buffers store them), divide these very
+        tensors, without any copy: only for a tensor the caller owns (see :func:`owns_copies`)
+    :return: the scaled images (``observations`` itself with ``in_place``, else a new ``float32`` tensor)
     """
+    if in_place and observations.dtype == th.float32:
+        return observations.div_(255.0)
     return observations.to(th.float32, copy=True).div_(255.0)
 
 
@@ -91,3 +95,12 @@ def whole_rollout(buffer: RolloutBuffer) -> RolloutBufferSamples | DictRolloutBu
         flattened(buffer.actions.astype(np.float32, copy=False), device),
         *(flattened(array, device).flatten() for array in per_step),
     )
+
+
+def owns_copies(buffer: RolloutBuffer) -> bool:
+    """
+    Whether the tensors that :func:`whole_rollout` returns for ``buffer`` are new copies, which the caller may change
+    in place without touching the buffer: for the classes it reads directly (its own copies; and SB3's ``get``, once
+    the buffer is flattened, copies too). Another class's ``get`` may return views of its storage.
+    """
+    return type(buffer) in _SAMPLES

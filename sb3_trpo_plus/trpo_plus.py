@@ -12,7 +12,6 @@ from typing import Any, ClassVar, TypeGuard, TypeVar
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.utils import conjugate_gradient_solver
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
@@ -33,13 +32,13 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
-from sb3_trpo_plus.buffers import scaled_images, whole_rollout
+from sb3_trpo_plus.buffers import owns_copies, scaled_images, whole_rollout
 from sb3_trpo_plus.diagnostics import UpdateDiagnostics, UpdateSettings
 from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_scale, mean_kl
 from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
 from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_trpo_plus.policy_jvp import JvpFn, actor_critic_jvp, functional_jvp
-from sb3_trpo_plus.trust_region import FisherVectorProduct
+from sb3_trpo_plus.trust_region import FisherVectorProduct, conjugate_gradient
 
 SelfTRPOPlus = TypeVar("SelfTRPOPlus", bound="TRPOPlus")
 
@@ -101,7 +100,7 @@ def _is_standard_shared_actor_critic(policy: BasePolicy) -> TypeGuard[ActorCriti
 
 
 @contextlib.contextmanager
-def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Iterator[PyTorchObs]:
+def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs, in_place: bool = False) -> Iterator[PyTorchObs]:
     """
     The observations with their images scaled to ``[0, 1]`` once, and the policy told not to scale them again while
     the context lasts.
@@ -116,6 +115,7 @@ def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Ite
 
     :param policy: the policy being trained
     :param observations: the rollout's observations
+    :param in_place: scale the ``float32`` images of ``observations`` themselves, without a copy (the caller owns them)
     :return: the observations to train on
     """
     standard = isinstance(policy, ActorCriticPolicy) and all(
@@ -127,7 +127,7 @@ def _images_normalized_once(policy: BasePolicy, observations: PyTorchObs) -> Ite
         return
 
     def scaled(obs: th.Tensor, space: spaces.Space) -> th.Tensor:
-        return scaled_images(obs) if is_image_space(space) else obs
+        return scaled_images(obs, in_place) if is_image_space(space) else obs
 
     if isinstance(observations, dict):
         assert isinstance(policy.observation_space, spaces.Dict)
@@ -739,13 +739,18 @@ class TRPOPlus(OnPolicyAlgorithm):
 
         # 2. Direction s = (F + damping * I)^-1 g, by conjugate gradient with the Fisher-vector product
         fisher_vector_product = self._fisher_vector_product(batch, distribution, actor_params, update.cg_damping)
-        search_direction = conjugate_gradient_solver(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
+        search_direction, damped_product = conjugate_gradient(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
         if not _is_finite(search_direction):
             return update.record(failure_reason="non_finite_direction", policy_objective=old_objective, entropy=old_entropy)
 
         # 3. Full step: the largest step along s whose quadratic KL model 0.5 * beta^2 * s^T F s is target_kl
-        # (s^T (F + damping * I) s unless damped_step_size is False), less the KL the critic already used
-        curvature = fisher_vector_product.quadratic_form(search_direction, damped=self.damped_step_size)
+        # (s^T (F + damping * I) s unless damped_step_size is False), less the KL the critic already used.
+        # s^T (F + damping * I) s comes with the solver's (F + damping * I) s; s^T F s takes one forward-mode product
+        # (subtracting damping * s^T s from the damped form would lose its digits when the damping dominates)
+        if self.damped_step_size:
+            curvature = float(search_direction.dot(damped_product))
+        else:
+            curvature = fisher_vector_product.quadratic_form(search_direction, damped=False)
         if not (np.isfinite(curvature) and curvature > 0.0):
             return update.record(failure_reason="non_positive_curvature", policy_objective=old_objective, entropy=old_entropy)
         full_step = np.sqrt(2.0 * (update.target_kl - kl_used) / curvature) * search_direction
@@ -1002,8 +1007,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         update = self._update_settings(ent_coef)
 
         # The whole rollout, in one batch (in the buffer's order; images in channels_last, as the convolution weights)
+        # (its images scaled once, in place where the batch is a copy of the buffer's arrays)
         rollout_data = whole_rollout(self.rollout_buffer)
-        with _images_normalized_once(self.policy, rollout_data.observations) as observations:
+        in_place = owns_copies(self.rollout_buffer)
+        with _images_normalized_once(self.policy, rollout_data.observations, in_place) as observations:
             rollout_data = rollout_data._replace(observations=observations)  # type: ignore[arg-type]  # (dict: Dict buffer)
             actor_params = self._actor_params(rollout_data.observations)
             batch = self._policy_batch(rollout_data)

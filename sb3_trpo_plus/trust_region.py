@@ -12,7 +12,7 @@ still importable from this module (deprecated, see the changelog).
 """
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch as th
@@ -83,6 +83,45 @@ class FisherVectorProduct:
         fisher_part = sum((tangent * product).sum() for tangent, product in zip(output_tangents, products, strict=True))
         value = float(fisher_part) * self.scale / self.batch_size
         return value + self.damping * float(th.dot(vector, vector)) if damped else value
+
+
+def conjugate_gradient(
+    matrix_vector_product: Callable[[th.Tensor], th.Tensor],
+    b: th.Tensor,
+    max_iter: int = 10,
+    residual_tol: float = 1e-10,
+) -> tuple[th.Tensor, th.Tensor]:
+    """
+    Conjugate gradient for ``A x = b`` (``A`` symmetric positive definite), returning ``x`` and ``A x``.
+
+    The iterations of sb3-contrib's ``conjugate_gradient_solver`` (the same start ``x_0 = 1e-4 * randn``, drawn from
+    torch's global generator as there, the same stopping rules and the same ``x``), except that the residual is also
+    updated after the last step: ``A x = b - r`` then comes for free, where the trust-region step length
+    ``x^T A x`` would otherwise cost one more product. (``b - r`` is the recursively updated residual, equal to ``A x``
+    up to floating-point drift.)
+
+    :param matrix_vector_product: ``v -> A v``
+    :param b: the right-hand side
+    :param max_iter: the number of products after the first one (``A x_0``)
+    :param residual_tol: stop once ``||r||^2`` falls below it
+    :return: ``x`` and ``A x``
+    """
+    x = 1e-4 * th.randn_like(b)
+    residual = b - matrix_vector_product(x)
+    residual_squared_norm = residual.dot(residual)
+    direction = residual.clone()
+    for _ in range(max_iter):
+        if residual_squared_norm < residual_tol:
+            break
+        product = matrix_vector_product(direction)
+        alpha = residual_squared_norm / direction.dot(product)
+        x += alpha * direction
+        residual -= alpha * product
+        new_residual_squared_norm = residual.dot(residual)
+        # the next direction: the new residual, made A-conjugate to the previous directions
+        direction = residual + (new_residual_squared_norm / residual_squared_norm) * direction
+        residual_squared_norm = new_residual_squared_norm
+    return x, b - residual
 
 
 #: Names that moved out of this module: name -> the module that holds them now

@@ -312,12 +312,15 @@ def test_rollout_batch():
     # the update's scaling (division in place) is bit-identical to ``/ 255.0``, in channels_last, and is a copy
     in_place = rollout_batch.in_place_path(buffer)
     assert th.equal(in_place, whole) and in_place.is_contiguous(memory_format=th.channels_last)
+    no_copy = rollout_batch.no_copy_path(buffer)
+    assert th.equal(no_copy, whole) and no_copy.is_contiguous(memory_format=th.channels_last)
     assert np.array_equal(buffer.observations, observations)
     times = rollout_batch.main(["--n-envs", "2", "--n-steps", "3", "--repeats", "2", "--threads", "1"])
     assert {name: len(values) for name, values in times.items()} == {
         "get + channels_last": 2,
         "whole_rollout": 2,
         "whole_rollout, in place": 2,
+        "whole_rollout, no copy": 2,
     }
 
 

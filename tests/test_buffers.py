@@ -6,7 +6,7 @@ from helpers import tiny_images
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
-from sb3_trpo_plus.buffers import whole_rollout
+from sb3_trpo_plus.buffers import owns_copies, scaled_images, whole_rollout
 
 N_STEPS, N_ENVS = 6, 3
 
@@ -79,12 +79,35 @@ def test_whole_rollout(buffer_class, observation_space):
 
 
 def test_whole_rollout_of_another_buffer_class():
-    # a subclass may sample in its own way: its `get` is used
+    # a subclass may sample in its own way: its `get` is used, and its tensors may be views of its storage
     class OwnSampling(RolloutBuffer):
         def get(self, batch_size=None):
             yield "own samples"
 
-    assert whole_rollout(filled(OwnSampling, spaces.Box(-1, 1, (4,)))) == "own samples"
+    buffer = filled(OwnSampling, spaces.Box(-1, 1, (4,)))
+    assert whole_rollout(buffer) == "own samples"
+    assert not owns_copies(buffer)
+
+
+@pytest.mark.parametrize("flattened_by_get", [False, True])
+def test_owns_copies(flattened_by_get):
+    # Changing whole_rollout's tensors in place leaves the buffer's arrays as they were
+    buffer = filled(RolloutBuffer, spaces.Box(0, 255, (2, 5, 5), np.uint8))
+    if flattened_by_get:
+        next(buffer.get(batch_size=None))
+    assert owns_copies(buffer)
+    raw = np.copy(buffer.observations)
+    scaled = scaled_images(whole_rollout(buffer).observations, in_place=True)
+    assert scaled.max() <= 1.0
+    np.testing.assert_array_equal(buffer.observations, raw)
+
+
+def test_scaled_images_in_place_is_exact():
+    images = th.randint(0, 256, (3, 2, 5, 5)).float().contiguous(memory_format=th.channels_last)
+    expected = scaled_images(images)
+    scaled = scaled_images(images, in_place=True)
+    assert scaled is images and th.equal(scaled, expected)
+    assert scaled.is_contiguous(memory_format=th.channels_last)
 
 
 def test_update_on_the_whole_rollout_is_the_shuffled_one():

@@ -1,5 +1,6 @@
 import contextlib
 
+import numpy as np
 import pytest
 import torch as th
 from helpers import tiny_images
@@ -10,7 +11,7 @@ from sb3_trpo_plus import trpo_plus as trpo_plus_module
 
 
 @contextlib.contextmanager
-def _unchanged(policy, observations):
+def _unchanged(policy, observations, in_place=False):
     yield observations
 
 
@@ -34,6 +35,17 @@ def test_images_normalized_once_is_exact(share_features_extractor: bool, monkeyp
     assert fast.last_update is not None and fast.last_update.line_search_success
     for (name, param), ref in zip(fast.policy.named_parameters(), reference.policy.parameters(), strict=True):
         assert th.equal(param, ref), name
+
+
+def test_images_scaled_in_place_leave_the_buffer_unchanged() -> None:
+    # The update divides its own copy of the rollout's frames, never the buffer's arrays
+    model = tiny_images(False, 16, n_steps=64, batch_size=32, n_critic_updates=1)
+    model.learn(64)
+    frames = model.rollout_buffer.observations.copy()
+    assert frames.max() > 1.0  # raw uint8 values, stored as float32
+    model.train()
+    assert model.last_update is not None and model.last_update.line_search_success
+    np.testing.assert_array_equal(model.rollout_buffer.observations, frames)
 
 
 def test_images_normalized_once_restores_on_error() -> None:

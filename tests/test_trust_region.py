@@ -16,7 +16,7 @@ from sb3_trpo_plus import distributions
 from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, mean_kl
 from sb3_trpo_plus.parameters import unflatten_like
 from sb3_trpo_plus.policy_jvp import actor_critic_jvp, functional_jvp
-from sb3_trpo_plus.trust_region import FisherVectorProduct
+from sb3_trpo_plus.trust_region import FisherVectorProduct, conjugate_gradient
 
 ACTION_SPACES = {
     "categorical": (gym.spaces.Discrete(3), {}),
@@ -143,8 +143,39 @@ def test_conjugate_gradient_solves_damped_fisher_system(name):
     rhs = th.randn(fisher.shape[0])
     expected = th.linalg.solve(fisher, rhs)
     fvp = FisherVectorProduct(policy.get_distribution(obs), params, functional_jvp(policy, obs, params), damping)
-    solution = conjugate_gradient_solver(fvp, rhs, max_iter=4 * fisher.shape[0], residual_tol=1e-14)
+    solution, product = conjugate_gradient(fvp, rhs, max_iter=4 * fisher.shape[0], residual_tol=1e-14)
     assert th.allclose(solution, expected, rtol=1e-3, atol=1e-4)
+    # the product it returns is (F + damping * I) x, of the x it returns
+    assert th.allclose(product, fisher @ solution, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("max_iter", [0, 1, 3, 10])
+def test_conjugate_gradient_is_sb3_contrib_solver_with_product(max_iter):
+    """The iterates of sb3-contrib's solver, from the same random start, and A x (the step length's s^T A s) with them."""
+    generator = th.Generator().manual_seed(0)
+    basis = th.randn(12, 12, generator=generator)
+    matrix = basis @ basis.T / 12 + 0.1 * th.eye(12)
+    rhs = th.randn(12, generator=generator)
+    th.manual_seed(1)
+    expected = conjugate_gradient_solver(lambda v: matrix @ v, rhs, max_iter=max_iter)
+    th.manual_seed(1)
+    solution, product = conjugate_gradient(lambda v: matrix @ v, rhs, max_iter=max_iter)
+    assert th.equal(solution, expected)
+    assert th.allclose(product, matrix @ solution, rtol=1e-5, atol=1e-6)
+    assert (solution @ product).item() == pytest.approx((solution @ matrix @ solution).item(), rel=1e-5, abs=1e-10)
+
+
+def test_conjugate_gradient_stops_at_residual_tolerance():
+    """A right-hand side already solved by the start (residual below the tolerance): no product after the first."""
+    calls = []
+
+    def product(vector):
+        calls.append(vector)
+        return 2.0 * vector
+
+    solution, image = conjugate_gradient(product, th.zeros(5), max_iter=10, residual_tol=1e-6)
+    assert len(calls) == 1
+    assert th.allclose(image, 2.0 * solution)
 
 
 @pytest.mark.parametrize("name", ["categorical", "diag_gaussian"])
