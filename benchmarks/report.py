@@ -178,6 +178,16 @@ def _speed_ratio(env: dict[str, Any], algo: str) -> float | None:
     return env["algos"]["trpo_plus"]["steps_per_s"] / rate["steps_per_s"] if rate else None
 
 
+def _ceiling_ratio(env: dict[str, Any]) -> float:
+    """
+    TRPOPlus's rate against the rollout-only ceiling, taken as the faster of the rollout-only pass and TRPOPlus's own
+    rollouts inside its training run (``rollout_s / (rollout_s + train_s)``): on a shared machine the separate pass
+    may run slower than the same rollouts inside training, and would then flatter the ratio.
+    """
+    plus = env["algos"]["trpo_plus"]
+    return min(_speed_ratio(env, "rollout_only") or 1.0, plus["rollout_s"] / (plus["rollout_s"] + plus["train_s"]))
+
+
 #: On the CNN case's full batch of ``fvp.json``
 FVP_TARGETS = (
     Target(
@@ -200,9 +210,9 @@ THROUGHPUT_TARGETS = {
         Target("at least as fast as PPO", lambda env: _speed_ratio(env, "ppo"), lambda ratio: ratio >= 1, "{value:.2f}x"),
         Target(
             "at least half of the rollout-only ceiling",
-            lambda env: _speed_ratio(env, "rollout_only"),
+            _ceiling_ratio,
             lambda ratio: ratio >= 0.5,
-            "{value:.2f}",
+            "{value:.2f}; ceiling: the faster of the rollout-only pass and TRPOPlus's own rollouts",
         ),
     )
 }

@@ -223,6 +223,15 @@ def test_report_intervals_are_seeded():
     assert np.random.rand() == after_first
 
 
+def test_rollout_ceiling_ratio():
+    """The ceiling is the faster of the rollout-only pass and TRPOPlus's own rollouts inside its training run."""
+    env = {"algos": {"trpo_plus": {"steps_per_s": 100.0, "rollout_s": 40.0, "train_s": 60.0}}}
+    env["rollout_only"] = {"steps_per_s": 150.0}  # slower than the own rollouts (250 steps/s): the own rollouts count
+    assert report._ceiling_ratio(env) == pytest.approx(0.4)
+    env["rollout_only"] = {"steps_per_s": 400.0}  # faster: the rollout-only pass counts
+    assert report._ceiling_ratio(env) == pytest.approx(0.25)
+
+
 def test_breakout_record_differences_from_entry():
     entry, _ = load_hyperparams("trpo_plus", "BreakoutNoFrameskip-v4")
     record = {"algo": "trpo_plus", "env_id": "BreakoutNoFrameskip-v4", "hyperparams": {**entry, "n_timesteps": 1e6}}
