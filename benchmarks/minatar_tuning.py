@@ -8,7 +8,9 @@ The configurations: the entry as it is (``entry``) and each variant, the entry w
 ``benchmarks/results/minatar_tuning/<configuration>/learning/trpo_plus/<game>/seed<k>.json``; the entry's runs are
 shared by the rounds. Each round's variants were committed before its runs started: round 1's (``target_kl_0.02``,
 ``ent_coef_0.02``) with the rule; round 2's (the critic training the shared features: overrides of the same entry,
-judged by the same rule against it) while round 1's seed-101 runs were still going, its seed-100 scores known.
+judged by the same rule against it) while round 1's seed-101 runs were still going, its seed-100 scores known;
+round 3's (the critic's part of the trust region added to the entry's, not taken from it) while round 2's last
+seed-101 runs were still going (see ``ROUNDS``).
 
 The rule (``decide``):
 
@@ -20,6 +22,8 @@ The rule (``decide``):
    entry's + 0.05, (b) its mean SpaceInvaders score is above the entry's (the game where the entry is below PPO),
    and (c) on no game is its normalized mean more than 0.25 below the entry's. Otherwise the entry stays as it is.
 4. Nothing is decided before every run of every configuration of the round has finished.
+5. (Added with round 3, before any round was decided.) Every round is judged against the same entry; where more
+   than one round picks a variant, the one with the highest aggregate replaces the entry.
 
 Usage::
 
@@ -62,6 +66,15 @@ ROUNDS: dict[int, dict[str, list[str]]] = {
         "critic_kl_0.5": ["critic_kl_fraction:0.5"],
         # the same, with the policy's step as large as the entry's (0.01 of KL each for the critic and the step)
         "critic_kl_0.5_target_kl_0.02": ["critic_kl_fraction:0.5", "target_kl:0.02"],
+    },
+    3: {
+        "entry": [],
+        # the critic's part of round 2's critic_kl_0.5 (0.005 of KL) on top of the entry's own policy step (0.01):
+        # registered with round 2's seed-100 scores and its seed-101 scores on Asterix, Breakout and Freeway known,
+        # where critic_kl_0.5 was ahead on SpaceInvaders and Seaquest and behind on Breakout (a smaller policy step
+        # than the entry's), and critic_kl_0.5_target_kl_0.02 (a policy step of 0.01, the critic's 0.01) behind on
+        # Asterix
+        "critic_kl_0.33_target_kl_0.015": ["critic_kl_fraction:0.33", "target_kl:0.015"],
     },
 }
 #: Round 1's configurations (the first round)

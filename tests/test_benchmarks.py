@@ -153,6 +153,10 @@ def test_minatar_tuning_decision():
     assert not any("target_kl:0.02" in line and "critic_kl_fraction" not in line for line in second)
     assert {line for line in second if "--params" not in line} == {line for line in lines if "--params" not in line}
     assert sum("--params critic_kl_fraction:0.5" in line for line in second) == 4 * len(minatar_tuning.GAMES)
+    # Round 3: one variant with two overrides, and again the entry's runs
+    third = minatar_tuning.commands("python", round_=3)
+    assert {line for line in third if "--params" not in line} == {line for line in lines if "--params" not in line}
+    assert sum("--params critic_kl_fraction:0.33 target_kl:0.015" in line for line in third) == 2 * len(minatar_tuning.GAMES)
 
 
 def test_learning_resumes_from_checkpoint(tmp_path):
