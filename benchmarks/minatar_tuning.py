@@ -31,6 +31,8 @@ Usage::
     python -m benchmarks.minatar_tuning --round 2 --commands | xargs -P 2 -I{} sh -c {}
     # the round's table and decision
     python -m benchmarks.minatar_tuning --round 2
+    # every round's, and the decision over the rounds
+    python -m benchmarks.minatar_tuning --all
 """
 
 import argparse
@@ -170,31 +172,60 @@ def collect(tuning_dir: Path = TUNING_DIR, round_: int = 1) -> tuple[dict[str, d
     return scores, missing
 
 
-def main(argv: list[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--round", type=int, default=1, choices=sorted(ROUNDS), help="the round (default: 1)")
-    parser.add_argument("--commands", action="store_true", help="print the runs' commands, one per line")
-    args = parser.parse_args(argv)
-    if args.commands:
-        text = "\n".join(commands(round_=args.round))
-        print(text)
-        return text
-    scores, missing = collect(round_=args.round)
+def combine(decisions: dict[int, tuple[str, dict[str, Any]]]) -> str:
+    """
+    Rule 5: of the variants the rounds picked, the one with the highest aggregate (``"entry"`` if no round picked
+    one). ``decisions[round]``: that round's ``decide`` result; every round must be decided.
+    """
+    picked = {choice: summary[choice]["aggregate"] for choice, summary in decisions.values() if choice != "entry"}
+    return max(picked, key=lambda name: picked[name]) if picked else "entry"
+
+
+def round_text(
+    round_: int, scores: dict[str, dict[str, list[float]]], missing: list[str]
+) -> tuple[str, tuple[str, dict[str, Any]] | None]:
+    """A round's table of scores and decision, as text, and its ``decide`` result (``None`` while runs are missing)."""
     lines = ["| configuration | " + " | ".join(GAMES) + " |", "| --- |" + " ---: |" * len(GAMES)]
     for name, by_game in scores.items():
         cells = [", ".join(f"{score:.1f}" for score in by_game[game]) or "-" for game in GAMES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     if missing:
-        lines.append(f"\nNot decided: {len(missing)} run(s) missing ({'; '.join(missing)})")
-    else:
-        choice, summary = decide(scores, scales())
-        lines.append("\nNormalized (random = 0, PPO seeds 1-3 at 2M = 1), mean of the seeds:")
-        for name, values in summary.items():
-            per_game = ", ".join(f"{game} {value:.2f}" for game, value in values["normalized"].items())
-            checks = f"; checks {values['checks']}" if "checks" in values else ""
-            lines.append(f"- {name}: aggregate {values['aggregate']:.3f} ({per_game}){checks}")
-        lines.append(f"\nDecision: {choice}")
-    text = "\n".join(lines)
+        lines.append(f"\nRound {round_} not decided: {len(missing)} run(s) missing ({'; '.join(missing)})")
+        return "\n".join(lines), None
+    decision = choice, summary = decide(scores, scales())
+    lines.append("\nNormalized (random = 0, PPO seeds 1-3 at 2M = 1), mean of the seeds:")
+    for name, values in summary.items():
+        per_game = ", ".join(f"{game} {value:.2f}" for game, value in values["normalized"].items())
+        checks = f"; checks {values['checks']}" if "checks" in values else ""
+        lines.append(f"- {name}: aggregate {values['aggregate']:.3f} ({per_game}){checks}")
+    lines.append(f"\nRound {round_} decision: {choice}")
+    return "\n".join(lines), decision
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--round", type=int, default=1, choices=sorted(ROUNDS), help="the round (default: 1)")
+    parser.add_argument("--commands", action="store_true", help="print the runs' commands, one per line")
+    parser.add_argument("--all", action="store_true", help="every round, and the decision over them (rule 5)")
+    args = parser.parse_args(argv)
+    if args.commands:
+        text = "\n".join(commands(round_=args.round))
+        print(text)
+        return text
+    rounds = sorted(ROUNDS) if args.all else [args.round]
+    texts, decisions = [], {}
+    for round_ in rounds:
+        text, decision = round_text(round_, *collect(round_=round_))
+        texts.append(text)
+        if decision is not None:
+            decisions[round_] = decision
+    if args.all:
+        undecided = [str(round_) for round_ in rounds if round_ not in decisions]
+        if undecided:
+            texts.append(f"Not decided over the rounds (rule 5): round(s) {', '.join(undecided)} still have runs missing")
+        else:
+            texts.append(f"Decision over the rounds (rule 5): {combine(decisions)}")
+    text = "\n\n".join(texts)
     print(text)
     return text
 

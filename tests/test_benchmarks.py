@@ -153,6 +153,13 @@ def test_minatar_tuning_decision():
     assert not any("target_kl:0.02" in line and "critic_kl_fraction" not in line for line in second)
     assert {line for line in second if "--params" not in line} == {line for line in lines if "--params" not in line}
     assert sum("--params critic_kl_fraction:0.5" in line for line in second) == 4 * len(minatar_tuning.GAMES)
+    # Rule 5: of the variants picked by the rounds, the highest aggregate; the entry when no round picked one
+    picked_a = minatar_tuning.decide({"entry": entry, "a": variant(SpaceInvaders=14.0)}, scales)
+    picked_b = minatar_tuning.decide({"entry": entry, "b": variant(SpaceInvaders=16.0)}, scales)
+    kept = minatar_tuning.decide({"entry": entry, "c": variant(Asterix=30.0)}, scales)
+    assert kept[0] == "entry" and kept[1]["c"]["aggregate"] > picked_b[1]["b"]["aggregate"]
+    assert minatar_tuning.combine({1: picked_a, 2: picked_b, 3: kept}) == "b"
+    assert minatar_tuning.combine({1: kept}) == "entry"
     # Round 3: one variant with two overrides, and again the entry's runs
     third = minatar_tuning.commands("python", round_=3)
     assert {line for line in third if "--params" not in line} == {line for line in lines if "--params" not in line}
