@@ -7,12 +7,15 @@
 #     bash benchmarks/atari_campaign.sh --status   # which runs are finished
 #     bash benchmarks/atari_campaign.sh --lane 1   # one lane only (1 or 2), e.g. on a one-core share
 #     bash benchmarks/atari_campaign.sh --carry    # before a checkout is thrown away: see below
+#     bash benchmarks/atari_campaign.sh --uncarry  # carried MinAtar runs back to their work folders (before resuming
+#                                                  # the tuning runs of benchmarks.minatar_tuning by hand)
 #
 # A 1M-step Breakout run takes longer than a working session, and results/tmp/ is not committed. `--carry` copies the
 # latest checkpoint, the evaluation curve and the TensorBoard logs of every unfinished Breakout run to
 # benchmarks/results/in_progress/ (committed: about 30 MB per run); a run started in a new checkout begins from there.
 # Unfinished MinAtar runs that have passed a checkpoint (every 250k steps) are carried too: their checkpoint and curve
-# (a few MB), to in_progress/learning/. A finished run's carried copy is deleted (commit the deletion with its result).
+# (a few MB), to in_progress/learning/, and those of the tuning (benchmarks.minatar_tuning) to
+# in_progress/minatar_tuning/<configuration>/learning/. A finished run's carried copy is deleted (commit the deletion with its result).
 #
 # Lane 1: the MinAtar sweep (TRPOPlus and PPO; Asterix, Freeway, Seaquest, SpaceInvaders; seeds 1, then 2, then 3;
 #         Breakout seeds 1-3 exist; 10-20 min a run), then ALE Breakout TRPOPlus `atari` entry seeds 2 and 3.
@@ -53,10 +56,10 @@ carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinish
         [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
         echo "carried $run ($(ls "$carried/checkpoints" | grep zip)) -> $carried ($(du -sh "$carried" | cut -f1))"
     done
-    for run in benchmarks/results/tmp/learning/*/MinAtar-*/seed*; do
-        carried=$CARRY/${run#benchmarks/results/tmp/}
-        if [ -f "benchmarks/results/${run#benchmarks/results/tmp/}.json" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null
-        then continue; fi
+    for run in benchmarks/results/tmp/learning/*/MinAtar-*/seed* benchmarks/results/minatar_tuning/*/tmp/learning/*/MinAtar-*/seed*; do
+        [ -d "$run" ] || continue
+        carried=$(carried_of "$run")
+        if [ -f "$(result_of "$run")" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then continue; fi
         rm -rf "$carried" && mkdir -p "$carried"
         cp -r "$run/checkpoints" "$carried"/
         [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
@@ -64,15 +67,22 @@ carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinish
     done
 }
 
-uncarry_minatar() {  # carried MinAtar runs -> results/tmp/ (where learning.py resumes them); finished ones deleted
-    local carried key
-    for carried in $CARRY/learning/*/MinAtar-*/seed*; do
+# A MinAtar run's folders: its work folder <base>/tmp/learning/<algo>/<env>/seed<k> (base: benchmarks/results, or a
+# tuning configuration's benchmarks/results/minatar_tuning/<name>), its result <base>/learning/<algo>/<env>/seed<k>.json
+# and its carried copy $CARRY[/minatar_tuning/<name>]/learning/<algo>/<env>/seed<k>
+result_of() { local base=${1%%/tmp/learning/*}; echo "$base/learning/${1#*/tmp/learning/}.json"; }
+carried_of() { local base=${1%%/tmp/learning/*}; echo "$CARRY${base#benchmarks/results}/learning/${1#*/tmp/learning/}"; }
+
+uncarry_minatar() {  # carried MinAtar runs (sweep and tuning) -> their work folders; finished ones deleted
+    local carried base run
+    for carried in $CARRY/learning/*/MinAtar-*/seed* $CARRY/minatar_tuning/*/learning/*/MinAtar-*/seed*; do
         [ -d "$carried" ] || continue
-        key=${carried#$CARRY/}
-        if [ -f "benchmarks/results/$key.json" ]; then rm -rf "$carried"; continue; fi
-        if ! compgen -G "benchmarks/results/tmp/$key/checkpoints/*.zip" > /dev/null; then
+        base=benchmarks/results${carried#$CARRY}; base=${base%%/learning/*}
+        run=$base/tmp/learning/${carried#*/learning/}
+        if [ -f "$(result_of "$run")" ]; then rm -rf "$carried"; continue; fi
+        if ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then
             echo "starting from the carried checkpoint $carried"
-            mkdir -p "benchmarks/results/tmp/$key" && cp -r "$carried"/. "benchmarks/results/tmp/$key"/
+            mkdir -p "$run" && cp -r "$carried"/. "$run"/
         fi
     done
 }
@@ -86,9 +96,14 @@ minatar() {  # learning.py skips the finished (algo, env, seed) keys; seed by se
     done
 }
 
+if [ "${1:-}" = "--uncarry" ]; then
+    uncarry_minatar
+    exit 0
+fi
+
 if [ "${1:-}" = "--carry" ]; then
     carry
-    echo "commit it: git add -A $CARRY benchmarks/results/breakout benchmarks/results/learning"
+    echo "commit it: git add -A $CARRY benchmarks/results/breakout benchmarks/results/learning benchmarks/results/minatar_tuning"
     exit 0
 fi
 
