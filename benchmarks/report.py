@@ -54,6 +54,10 @@ LEARNING_ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3"
 #: values (docs/zoo.md), so it is not reported (``--minatar-seeds`` to change)
 MINATAR_GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 MINATAR_SEEDS = [1, 2, 3]
+#: Where the runs of the MinAtar entry before the last tuning are kept (a subsection of their own when present)
+MINATAR_PREVIOUS_ENTRY = "minatar_previous_entry"
+#: A cell of an algorithm without runs
+NOT_RUN = "not run yet"
 #: The MinAtar comparison: TRPOPlus against the second, which normalizes the scores (random = 0, it = 1)
 MINATAR_ALGOS = ("trpo_plus", "ppo")
 #: Breakout: the entries compared (TRPOPlus first), their budget and the seeds each needs before it is judged
@@ -837,12 +841,22 @@ def _number_word(number: int) -> str:
     return NUMBER_WORDS[number] if number < len(NUMBER_WORDS) else str(number)
 
 
-def minatar_section(results_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> str:
+def minatar_section(
+    results_dir: Path, seeds: list[int] = MINATAR_SEEDS, plus_dir: Path | None = None, intro_block: str = "minatar"
+) -> str:
     """
     Per game and aggregated over the games (those with every seed of both algorithms): TRPOPlus against PPO,
     normalized by random = 0 and PPO = 1.
+
+    :param plus_dir: where TRPOPlus's runs are read from (``results_dir`` when ``None``; PPO's always come from
+        ``results_dir``), e.g. the folder that keeps a previous entry's runs
+    :param intro_block: the template block that opens the section
     """
     runs = load_learning(results_dir)
+    if plus_dir is not None:
+        plus_runs = load_learning(plus_dir)
+        for env_id, by_algo in runs.items():
+            by_algo[MINATAR_ALGOS[0]] = plus_runs.get(env_id, {}).get(MINATAR_ALGOS[0], [])
     random_scores = (_read(results_dir / "minatar_random.json") or {}).get("games", {})
     games = minatar_games([*random_scores, *runs])
     plus_algo, reference = MINATAR_ALGOS
@@ -858,7 +872,19 @@ def minatar_section(results_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> str:
         counts = " / ".join(str(len(by_algo[algo])) for algo in MINATAR_ALGOS)
         random_score = random_scores.get(env_id, {}).get("mean")
         if not all(by_algo.values()) or random_score is None:
-            rows.append(fill("minatar.row.not_run", game=game, random=Shown(random_score), counts=counts))
+            shown = {
+                algo: interval_estimates({algo: np.array(list(values.values()))})[algo]["iqm"] if values else None
+                for algo, values in by_algo.items()
+            }
+            rows.append(
+                fill(
+                    "minatar.row.not_run",
+                    game=game,
+                    random=Shown(random_score),
+                    counts=counts,
+                    **{algo: NOT_RUN if value is None else f"{value:.1f}" for algo, value in shown.items()},
+                )
+            )
             continue
         scores = {algo: np.array(list(values.values())) for algo, values in by_algo.items()}
         estimates = interval_estimates(scores)
@@ -881,7 +907,7 @@ def minatar_section(results_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> str:
                 normalized[algo].append([float(by_algo[algo][seed] - random_score) / scale for seed in seeds])
     count = _number_word(len(games))
     intro = fill(
-        "minatar",
+        intro_block,
         count=count,
         seeds=", ".join(map(str, seeds)),
         seed_args=" ".join(map(str, seeds)),
@@ -931,6 +957,10 @@ def main(argv: list[str] | None = None) -> str:
         breakout_section(results_dir, images_dir, docs_dir),
         minatar_section(results_dir, args.minatar_seeds),
     ]
+    if (results_dir / MINATAR_PREVIOUS_ENTRY / "learning").is_dir():
+        sections.append(
+            minatar_section(results_dir, args.minatar_seeds, results_dir / MINATAR_PREVIOUS_ENTRY, "minatar.previous")
+        )
     page = fill(
         "page",
         **{"rl_zoo3": "n/a", "sb3_trpo_plus": "n/a", **machine},

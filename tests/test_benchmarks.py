@@ -283,6 +283,41 @@ def test_minatar_aggregate(tmp_path):
     assert plus_row.split(" | ")[2].startswith(f"{expected_mean:.2f} ")
 
 
+def test_minatar_previous_entry(tmp_path, monkeypatch):
+    # A previous entry's TRPOPlus runs, kept in a folder of their own, are compared with the PPO runs of the results
+    # folder; the TRPOPlus runs of the results folder (the entry now) are not mixed in. A game without TRPOPlus runs
+    # still shows PPO's IQM
+    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
+    seeds = report.MINATAR_SEEDS
+    random_scores = {f"MinAtar/{game}-v1": {"mean": 0.0} for game in report.MINATAR_GAMES}
+    (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
+    previous = tmp_path / report.MINATAR_PREVIOUS_ENTRY
+
+    def write(folder, algo, game, score):
+        for seed in seeds:
+            env_id = f"MinAtar/{game}-v1"
+            path = folder / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": score}}))
+
+    for game in report.MINATAR_GAMES:
+        write(tmp_path, "ppo", game, 10.0)
+        write(previous, "trpo_plus", game, 30.0)
+    write(tmp_path, "trpo_plus", "Asterix", 50.0)  # the entry now: one game so far
+
+    def rows(text):
+        return {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+
+    now = rows(report.minatar_section(tmp_path))
+    assert "| 50.0 " in now["Asterix"] and "| 5.00 |" in now["Asterix"]
+    assert now["Breakout"].split(" | ")[2:4] == [report.NOT_RUN, "10.0 [10.0, 10.0]"]
+    before_text = report.minatar_section(tmp_path, plus_dir=previous, intro_block="minatar.previous")
+    before = rows(before_text)
+    assert "5.1 The MinAtar entry before" in before_text
+    assert all("| 30.0 " in before[game] and "| 3.00 |" in before[game] for game in report.MINATAR_GAMES)
+    assert before["TRPOPlus"].split(" | ")[1].startswith("3.00 ")  # the aggregate IQM, from the previous runs only
+
+
 def test_breakout_comparison(tmp_path, monkeypatch):
     # Only runs of today's entries at the full budget, on the seeds both have, count; the verdict waits for 3 seeds
     monkeypatch.setattr(report, "BOOTSTRAP_REPS", 500)
