@@ -7,15 +7,16 @@
 #     bash benchmarks/atari_campaign.sh --status   # which runs are finished
 #     bash benchmarks/atari_campaign.sh --lane 1   # one lane only (1 or 2), e.g. on a one-core share
 #     bash benchmarks/atari_campaign.sh --carry    # before a checkout is thrown away: see below
-#     bash benchmarks/atari_campaign.sh --uncarry  # carried MinAtar runs back to their work folders (before resuming
-#                                                  # the tuning runs of benchmarks.minatar_tuning by hand)
+#     bash benchmarks/atari_campaign.sh --uncarry  # carried tuning runs (MinAtar and Breakout) back to their work
+#                                                  # folders, before resuming them by hand with their own commands
 #
 # A 1M-step Breakout run takes longer than a working session, and results/tmp/ is not committed. `--carry` copies the
 # latest checkpoint, the evaluation curve and the TensorBoard logs of every unfinished Breakout run to
 # benchmarks/results/in_progress/ (committed: about 30 MB per run); a run started in a new checkout begins from there.
 # Unfinished MinAtar runs that have passed a checkpoint (every 250k steps) are carried too: their checkpoint and curve
 # (a few MB), to in_progress/learning/, and those of the tuning (benchmarks.minatar_tuning) to
-# in_progress/minatar_tuning/<configuration>/learning/. A finished run's carried copy is deleted (commit the deletion with its result).
+# in_progress/minatar_tuning/<configuration>/learning/; Breakout tuning runs (--results-dir
+# benchmarks/results/breakout_tuning/<name>) to in_progress/breakout_tuning/<name>/breakout/. A finished run's carried copy is deleted (commit the deletion with its result).
 #
 # Lane 1: the MinAtar sweep (TRPOPlus and PPO; the five games; seeds 1, then 2, then 3; 2M steps, 20-30 min a run;
 #         a finished run is skipped), then ALE Breakout TRPOPlus `atari` entry seeds 2 and 3.
@@ -46,11 +47,10 @@ breakout() {  # algo seed
 
 carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinished Breakout run -> $CARRY
     local run algo seed carried
-    for run in benchmarks/results/tmp/breakout/*/seed*; do
-        algo=$(basename "$(dirname "$run")") seed=${run##*/seed}
-        carried=$CARRY/breakout/$algo/seed$seed
-        if [ -f "benchmarks/results/breakout/$algo/seed$seed.json" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null
-        then continue; fi
+    for run in benchmarks/results/tmp/breakout/*/seed* benchmarks/results/breakout_tuning/*/tmp/breakout/*/seed*; do
+        [ -d "$run" ] || continue
+        carried=$(carried_of "$run" breakout)
+        if [ -f "$(result_of "$run" breakout)" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then continue; fi
         rm -rf "$carried" && mkdir -p "$carried"
         cp -r "$run/checkpoints" "$run/tensorboard" "$carried"/
         [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
@@ -58,8 +58,8 @@ carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinish
     done
     for run in benchmarks/results/tmp/learning/*/MinAtar-*/seed* benchmarks/results/minatar_tuning/*/tmp/learning/*/MinAtar-*/seed*; do
         [ -d "$run" ] || continue
-        carried=$(carried_of "$run")
-        if [ -f "$(result_of "$run")" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then continue; fi
+        carried=$(carried_of "$run" learning)
+        if [ -f "$(result_of "$run" learning)" ] || ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then continue; fi
         rm -rf "$carried" && mkdir -p "$carried"
         cp -r "$run/checkpoints" "$carried"/
         [ -f "$run/curve.json" ] && cp "$run/curve.json" "$carried"/
@@ -67,19 +67,24 @@ carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinish
     done
 }
 
-# A MinAtar run's folders: its work folder <base>/tmp/learning/<algo>/<env>/seed<k> (base: benchmarks/results, or a
-# tuning configuration's benchmarks/results/minatar_tuning/<name>), its result <base>/learning/<algo>/<env>/seed<k>.json
-# and its carried copy $CARRY[/minatar_tuning/<name>]/learning/<algo>/<env>/seed<k>
-result_of() { local base=${1%%/tmp/learning/*}; echo "$base/learning/${1#*/tmp/learning/}.json"; }
-carried_of() { local base=${1%%/tmp/learning/*}; echo "$CARRY${base#benchmarks/results}/learning/${1#*/tmp/learning/}"; }
+# A run's folders (KIND: learning for MinAtar, breakout for ALE Breakout): its work folder <base>/tmp/KIND/<key> (base:
+# benchmarks/results, or a tuning configuration's benchmarks/results/minatar_tuning/<name> or breakout_tuning/<name>),
+# its result <base>/KIND/<key>.json and its carried copy $CARRY[/<tuning>/<name>]/KIND/<key>
+result_of() { local base=${1%%/tmp/$2/*}; echo "$base/$2/${1#*/tmp/$2/}.json"; }
+carried_of() { local base=${1%%/tmp/$2/*}; echo "$CARRY${base#benchmarks/results}/$2/${1#*/tmp/$2/}"; }
 
 uncarry_minatar() {  # carried MinAtar runs (sweep and tuning) -> their work folders; finished ones deleted
-    local carried base run
-    for carried in $CARRY/learning/*/MinAtar-*/seed* $CARRY/minatar_tuning/*/learning/*/MinAtar-*/seed*; do
+    uncarry learning $CARRY/learning/*/MinAtar-*/seed* $CARRY/minatar_tuning/*/learning/*/MinAtar-*/seed*
+}
+
+uncarry() {  # KIND carried...: carried runs -> their work folders (where the scripts resume them); finished ones deleted
+    local kind=$1 carried base run
+    shift
+    for carried in "$@"; do
         [ -d "$carried" ] || continue
-        base=benchmarks/results${carried#$CARRY}; base=${base%%/learning/*}
-        run=$base/tmp/learning/${carried#*/learning/}
-        if [ -f "$(result_of "$run")" ]; then rm -rf "$carried"; continue; fi
+        base=benchmarks/results${carried#$CARRY}; base=${base%%/$kind/*}
+        run=$base/tmp/$kind/${carried#*/$kind/}
+        if [ -f "$(result_of "$run" "$kind")" ]; then rm -rf "$carried"; continue; fi
         if ! compgen -G "$run/checkpoints/*.zip" > /dev/null; then
             echo "starting from the carried checkpoint $carried"
             mkdir -p "$run" && cp -r "$carried"/. "$run"/
@@ -98,6 +103,7 @@ minatar() {  # learning.py skips the finished (algo, env, seed) keys; seed by se
 
 if [ "${1:-}" = "--uncarry" ]; then
     uncarry_minatar
+    uncarry breakout $CARRY/breakout_tuning/*/breakout/*/seed*
     exit 0
 fi
 
