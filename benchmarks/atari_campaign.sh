@@ -18,7 +18,7 @@
 # in_progress/minatar_tuning/<configuration>/learning/; Breakout tuning runs (--results-dir
 # benchmarks/results/breakout_tuning/<name>) to in_progress/breakout_tuning/<name>/breakout/. A finished run's carried copy is deleted (commit the deletion with its result).
 #
-# Lane 1: the MinAtar sweep (TRPOPlus and PPO; the five games; seeds 1, then 2, then 3; 2M steps, 20-30 min a run;
+# Lane 1: the MinAtar sweep (TRPOPlus and PPO; the five games; seeds 1, then 2, then 3; 2M steps, about 27 min a run with the tuned entry;
 #         a finished run is skipped), then ALE Breakout TRPOPlus `atari` entry seeds 2 and 3.
 # Lane 2: ALE Breakout, 1M steps each (1.5-2 h a run): PPO `atari` entry seed 2 (seeds 0 and 1 exist), then
 #         TRPOPlus `atari` entry seeds 0 and 1, then PPO seed 3. (Seed 3 of both entries was added once seeds 0-2
