@@ -19,10 +19,12 @@
 # benchmarks/results/breakout_tuning/<name>) to in_progress/breakout_tuning/<name>/breakout/. A finished run's carried copy is deleted (commit the deletion with its result).
 #
 # Lane 1: the MinAtar sweep (TRPOPlus and PPO; the five games; seeds 1, then 2, then 3; 2M steps, about 27 min a run with the tuned entry;
-#         a finished run is skipped), then ALE Breakout TRPOPlus `atari` entry seeds 2 and 3.
+#         a finished run is skipped), then ALE Breakout TRPOPlus `atari` entry seeds 2, 3 and 4.
 # Lane 2: ALE Breakout, 1M steps each (1.5-2 h a run): PPO `atari` entry seed 2 (seeds 0 and 1 exist), then
-#         TRPOPlus `atari` entry seeds 0 and 1, then PPO seed 3. (Seed 3 of both entries was added once seeds 0-2
-#         were under way, for a fourth pair: the issue asks for at least three; every finished seed is reported.)
+#         TRPOPlus `atari` entry seeds 0 and 1, then PPO seeds 3 and 4. (Seed 3 of both entries was added once seeds
+#         0-2 were under way, for a fourth pair: the issue asks for at least three; every finished seed is reported.
+#         Seed 4 of both was added on 2026-11-25, after seeds 0-3 were reported, for a fifth pair: both entries get
+#         it, whatever it scores it is reported, and the report counts only the seeds that both entries finished.)
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -114,7 +116,7 @@ if [ "${1:-}" = "--carry" ]; then
 fi
 
 if [ "${1:-}" = "--status" ]; then
-    for algo_seed in "trpo_plus 0" "trpo_plus 1" "trpo_plus 2" "trpo_plus 3" "ppo 0" "ppo 1" "ppo 2" "ppo 3"; do
+    for algo_seed in "trpo_plus 0" "trpo_plus 1" "trpo_plus 2" "trpo_plus 3" "trpo_plus 4" "ppo 0" "ppo 1" "ppo 2" "ppo 3" "ppo 4"; do
         set -- $algo_seed
         file=benchmarks/results/breakout/$1/seed$2.json
         [ -f "$file" ] && echo "finished  $file" || echo "to run    $file$([ -d "$CARRY/breakout/$1/seed$2" ] && echo " (carried: $(ls "$CARRY/breakout/$1/seed$2/checkpoints" | grep zip))")"
@@ -127,8 +129,8 @@ if [ "${1:-}" = "--status" ]; then
     exit 0
 fi
 
-lane1() { minatar && breakout trpo_plus 2 && breakout trpo_plus 3; }
-lane2() { breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3; }
+lane1() { minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4; }
+lane2() { breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 && breakout ppo 4; }
 
 mkdir -p "$LOGS"
 if [ "${1:-}" = "--lane" ]; then
