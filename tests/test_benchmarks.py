@@ -281,6 +281,9 @@ def test_minatar_aggregate(tmp_path):
         [2.0 * (10.0 + s - 1.0) / (np.mean([10.0 + t for t in MINATAR_SEEDS]) - 1.0) for s in MINATAR_SEEDS] * 4 + freeway
     )
     assert plus_row.split(" | ")[2].startswith(f"{expected_mean:.2f} ")
+    # Issue 12's goal: the aggregate IQM is met, but a game below PPO's interval misses it, and the game is named
+    assert "no game below PPO's interval): **missed**" in text
+    assert "at least 1.1: met; games below PPO's interval: Freeway)" in text
 
 
 def test_minatar_previous_entry(tmp_path, monkeypatch):
@@ -316,6 +319,9 @@ def test_minatar_previous_entry(tmp_path, monkeypatch):
     assert "5.1 The MinAtar entry before" in before_text
     assert all("| 30.0 " in before[game] and "| 3.00 |" in before[game] for game in report.MINATAR_GAMES)
     assert before["TRPOPlus"].split(" | ")[1].startswith("3.00 ")  # the aggregate IQM, from the previous runs only
+    # The goal is judged once every game has its runs: met by the previous entry, not yet for the entry now
+    assert "no game below PPO's interval): **met**" in before_text and "games below PPO's interval: none)" in before_text
+    assert "Goal (" not in report.minatar_section(tmp_path)
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
