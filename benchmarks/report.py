@@ -310,12 +310,27 @@ def throughput_section(results_dir: Path) -> str:
     return paragraphs(fill("throughput"), *(throughput_env(name, env) for name, env in envs))
 
 
+def rollout_of(env: dict[str, Any], result: dict[str, Any]) -> tuple[int, int]:
+    """``(n_envs, n_steps)`` of one algorithm's timing (older results hold only the benchmark's, shared by all)."""
+    return result.get("n_envs", env["n_envs"]), result.get("n_steps", env["n_steps"])
+
+
+def rollout_settings(env: dict[str, Any]) -> str:
+    """The header's rollout: one for all algorithms when the benchmark sets it, else each from its own zoo entry."""
+    batches = {rollout_of(env, result) for result in env["algos"].values()}
+    if len(batches) == 1:
+        return f"{env['n_envs']} envs x {env['n_steps']} steps = {env['n_envs'] * env['n_steps']} steps per update"
+    return "each algorithm's `n_envs` and `n_steps` from its zoo entry; TRPOPlus's rollout-only pass " + (
+        f"{env['n_envs']} envs x {env['n_steps']} steps"
+    )
+
+
 def throughput_env(env_name: str, env: dict[str, Any]) -> str:
     rollout = env["rollout_only"]
     rows = [
         fill(
             "throughput.row",
-            **result,
+            **{**result, **dict(zip(("n_envs", "n_steps"), rollout_of(env, result)))},
             label=ALGO_LABELS[algo],
             vs_rollout=result["steps_per_s"] / rollout["steps_per_s"],
             train_per_update=result["train_s"] / max(result["timed_updates"], 1),
@@ -333,7 +348,7 @@ def throughput_env(env_name: str, env: dict[str, Any]) -> str:
     )
     fields = {
         **env,
-        "batch": env["n_envs"] * env["n_steps"],
+        "rollout_settings": rollout_settings(env),
         "provenance": provenance(env["command"], env["machine"], env["load_average_after"][0]),
         "rows": "\n".join(rows),
         "rollout_rate": rollout["steps_per_s"],
