@@ -16,10 +16,11 @@
 # Unfinished MinAtar runs that have passed a checkpoint (every 250k steps) are carried too: their checkpoint and curve
 # (a few MB), to in_progress/learning/, and those of the tuning (benchmarks.minatar_tuning) to
 # in_progress/minatar_tuning/<configuration>/learning/; Breakout tuning runs (--results-dir
-# benchmarks/results/breakout_tuning/<name>) to in_progress/breakout_tuning/<name>/breakout/. A finished run's carried copy is deleted (commit the deletion with its result).
+# benchmarks/results/breakout_tuning/<name>) to in_progress/breakout_tuning/<name>/breakout/. A finished run's carried
+# copy is deleted (commit the deletion with its result).
 #
-# Lane 1: the MinAtar sweep (TRPOPlus and PPO; the five games; seeds 1, then 2, then 3; 2M steps, about 27 min a run with the tuned entry;
-#         a finished run is skipped), then ALE Breakout TRPOPlus `atari` entry seeds 2, 3 and 4.
+# Lane 1: the MinAtar sweep (TRPOPlus and PPO; the five games; seeds 1, then 2, then 3; 2M steps, about 27 min a run
+#         with the tuned entry; a finished run is skipped), then ALE Breakout TRPOPlus `atari` entry seeds 2, 3 and 4.
 # Lane 2: ALE Breakout, 1M steps each (1.5-2 h a run): PPO `atari` entry seed 2 (seeds 0 and 1 exist), then
 #         TRPOPlus `atari` entry seeds 0 and 1, then PPO seeds 3 and 4. (Seed 3 of both entries was added once seeds
 #         0-2 were under way, for a fourth pair: the issue asks for at least three; every finished seed is reported.
@@ -48,7 +49,7 @@ breakout() {  # algo seed
 }
 
 carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinished Breakout run -> $CARRY
-    local run algo seed carried
+    local run carried
     for run in benchmarks/results/tmp/breakout/*/seed* benchmarks/results/breakout_tuning/*/tmp/breakout/*/seed*; do
         [ -d "$run" ] || continue
         carried=$(carried_of "$run" breakout)
