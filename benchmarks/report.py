@@ -320,23 +320,25 @@ def rollout_settings(env: dict[str, Any]) -> str:
     batches = {rollout_of(env, result) for result in env["algos"].values()}
     if len(batches) == 1:
         return f"{env['n_envs']} envs x {env['n_steps']} steps = {env['n_envs'] * env['n_steps']} steps per update"
-    return "each algorithm's `n_envs` and `n_steps` from its zoo entry; TRPOPlus's rollout-only pass " + (
-        f"{env['n_envs']} envs x {env['n_steps']} steps"
+    rollout_only = f"{env['n_envs']} envs x {env['n_steps']} steps"
+    return f"each algorithm's `n_envs` and `n_steps` from its zoo entry; TRPOPlus's rollout-only pass {rollout_only}"
+
+
+def throughput_row(env: dict[str, Any], algo: str, result: dict[str, Any]) -> str:
+    """One algorithm's row of the throughput table, with its own update size and its ratio to the rollout-only rate."""
+    n_envs, n_steps = rollout_of(env, result)
+    return fill(
+        "throughput.row",
+        **{**result, "n_envs": n_envs, "n_steps": n_steps},
+        label=ALGO_LABELS[algo],
+        vs_rollout=result["steps_per_s"] / env["rollout_only"]["steps_per_s"],
+        train_per_update=result["train_s"] / max(result["timed_updates"], 1),
     )
 
 
 def throughput_env(env_name: str, env: dict[str, Any]) -> str:
     rollout = env["rollout_only"]
-    rows = [
-        fill(
-            "throughput.row",
-            **{**result, **dict(zip(("n_envs", "n_steps"), rollout_of(env, result)))},
-            label=ALGO_LABELS[algo],
-            vs_rollout=result["steps_per_s"] / rollout["steps_per_s"],
-            train_per_update=result["train_s"] / max(result["timed_updates"], 1),
-        )
-        for algo, result in env["algos"].items()
-    ]
+    rows = [throughput_row(env, algo, result) for algo, result in env["algos"].items()]
     by_round = env.get("ratios_by_round", [])
     ratios = (
         {
