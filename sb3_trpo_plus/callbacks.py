@@ -4,6 +4,7 @@ import math
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
+from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
 if TYPE_CHECKING:
@@ -25,7 +26,69 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
-class AdaptiveTrustRegionCallback(BaseCallback):
+class _UpdateCallback(BaseCallback):
+    """
+    Base of the callbacks that react once per TRPOPlus policy update to ``model.last_update``: at the start of the
+    next rollout (SB3 starts one after each ``train()``), and at the end of training for the last update. An update
+    is handled once however many rollout starts or callbacks see it, and the update a loaded model carries from
+    before its save is never handled.
+
+    :param verbose: Verbosity level: 0 for no output, 1 for a message at each change
+    """
+
+    model: "TRPOPlus"
+    #: Attributes a model must have (a TRPOPlus model has them all)
+    required_attributes: tuple[str, ...] = ("last_update",)
+
+    def __init__(self, verbose: int = 0):
+        super().__init__(verbose=verbose)
+        # ``n_updates`` of the last diagnostics this callback reacted to
+        self._last_seen_update: int | None = None
+
+    def _init_callback(self) -> None:
+        for attribute in self.required_attributes:
+            if not hasattr(self.model, attribute):
+                raise TypeError(
+                    f"{type(self).__name__} needs a TRPOPlus model (missing `model.{attribute}`), "
+                    f"got {type(self.model).__name__}"
+                )
+        self._check_model()
+        # Only react to updates done from now on (a loaded model may carry the diagnostics of an old update)
+        last_update = self.model.last_update
+        self._last_seen_update = None if last_update is None else last_update.n_updates
+
+    def _check_model(self) -> None:
+        """Raise a ``ValueError`` when the model's settings do not fit the callback's (called when training starts)."""
+
+    def _on_rollout_start(self) -> None:
+        # SB3 starts a rollout after each call to ``train()``: the diagnostics of that update are ready
+        self._check_for_new_update()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        # The last update of ``learn()`` is not followed by a rollout
+        self._check_for_new_update()
+
+    def _check_for_new_update(self) -> None:
+        diagnostics = self.model.last_update
+        if diagnostics is None or diagnostics.n_updates == self._last_seen_update:
+            return
+        self._last_seen_update = diagnostics.n_updates
+        self._on_update(diagnostics)
+
+    def _on_update(self, diagnostics: "UpdateDiagnostics") -> bool:
+        """
+        React to one policy update.
+
+        :param diagnostics: Diagnostics of the update
+        :return: Whether a setting of the model was changed
+        """
+        raise NotImplementedError
+
+
+class AdaptiveTrustRegionCallback(_UpdateCallback):
     """
     Adaptive trust region for TRPOPlus: shrink the KL radius and raise the conjugate-gradient damping
     when the line search keeps failing, and (optionally) move them back once full steps are accepted again.
@@ -61,7 +124,7 @@ class AdaptiveTrustRegionCallback(BaseCallback):
     :param verbose: Verbosity level: 0 for no output, 1 for a message at each change of the trust region
     """
 
-    model: "TRPOPlus"
+    required_attributes = ("last_update", "target_kl", "cg_damping", "initial_target_kl", "initial_cg_damping")
 
     def __init__(
         self,
@@ -96,16 +159,8 @@ class AdaptiveTrustRegionCallback(BaseCallback):
         # Number of times the trust region was shrunk / moved back
         self.n_shrinks = 0
         self.n_recoveries = 0
-        # ``n_updates`` of the last diagnostics this callback reacted to
-        self._last_seen_update: int | None = None
 
-    def _init_callback(self) -> None:
-        for attribute in ("last_update", "target_kl", "cg_damping", "initial_target_kl", "initial_cg_damping"):
-            if not hasattr(self.model, attribute):
-                raise TypeError(
-                    f"{type(self).__name__} needs a TRPOPlus model (missing `model.{attribute}`), "
-                    f"got {type(self.model).__name__}"
-                )
+    def _check_model(self) -> None:
         if self.min_max_kl > self.model.target_kl:
             raise ValueError(
                 f"`min_max_kl` ({self.min_max_kl}) must not be above the model's current target_kl ({self.model.target_kl})"
@@ -115,27 +170,6 @@ class AdaptiveTrustRegionCallback(BaseCallback):
                 f"`max_damping` ({self.max_damping}) must not be below the model's current "
                 f"cg_damping ({self.model.cg_damping})"
             )
-        # Only react to updates done from now on (a loaded model may carry the diagnostics of an old update)
-        last_update = self.model.last_update
-        self._last_seen_update = None if last_update is None else last_update.n_updates
-
-    def _on_rollout_start(self) -> None:
-        # SB3 starts a rollout after each call to ``train()``: the diagnostics of that update are ready
-        self._check_for_new_update()
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_training_end(self) -> None:
-        # The last update of ``learn()`` is not followed by a rollout
-        self._check_for_new_update()
-
-    def _check_for_new_update(self) -> None:
-        diagnostics = self.model.last_update
-        if diagnostics is None or diagnostics.n_updates == self._last_seen_update:
-            return
-        self._last_seen_update = diagnostics.n_updates
-        self._on_update(diagnostics)
 
     def _on_update(self, diagnostics: "UpdateDiagnostics") -> bool:
         """
@@ -230,3 +264,112 @@ class AdaptiveTrustRegionCallback(BaseCallback):
                     f"cg_damping {old_cg_damping:.4g} -> {self.model.cg_damping:.4g}"
                 )
         return changed
+
+
+class EntropyTargetCallback(_UpdateCallback):
+    """
+    Adapt the entropy coefficient of TRPOPlus so that the policy's entropy tracks a target, the way SAC adapts its
+    temperature (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications", section 5:
+    https://arxiv.org/abs/1812.05905), here once per on-policy update.
+
+    After each policy update, with ``entropy`` the mean entropy of the policy on that update's batch, before its step
+    (``model.last_update.entropy``), a step of the log-coefficient against the entropy error:
+
+    - ``log(ent_coef) <- log(ent_coef) - adaptation_rate * (entropy - target_entropy)``, then clipped to
+      ``[min_ent_coef, max_ent_coef]``
+
+    The bonus weakens while the policy is more random than the target, and grows back once the entropy falls below
+    it: a decay that follows the policy rather than the update count, and a floor on the entropy itself rather than on
+    its coefficient (with a fixed coefficient, however small its floor, a policy can still collapse to a nearly
+    deterministic one). An update skipped as a whole (``diagnostics.skipped``) or with a non-finite entropy changes
+    nothing.
+
+    The callback writes ``model.ent_coef``, which the next update uses and ``model.save()`` stores, so the model must
+    take it as it is: a number (not a schedule) within ``[min_ent_coef, max_ent_coef]`` when training starts,
+    ``ent_coef_decay=1.0``, and a ``min_ent_coef`` of the model not above the callback's.
+
+    :param target_entropy: The entropy to track, in nats (a finite number; for a ``Discrete(n)`` action space, below
+        ``log(n)``, the entropy of the uniform policy)
+    :param adaptation_rate: Step of ``log(ent_coef)`` per nat of entropy error and per update (> 0)
+    :param min_ent_coef: Lower bound of the coefficient (> 0: the rule works on its logarithm)
+    :param max_ent_coef: Upper bound of the coefficient (> ``min_ent_coef``)
+    :param verbose: Verbosity level: 0 for no output, 1 for a message when the coefficient reaches a bound
+    """
+
+    required_attributes = ("last_update", "ent_coef", "ent_coef_decay", "min_ent_coef", "action_space")
+
+    def __init__(
+        self,
+        target_entropy: float,
+        adaptation_rate: float = 0.1,
+        min_ent_coef: float = 1e-3,
+        max_ent_coef: float = 0.1,
+        verbose: int = 0,
+    ):
+        super().__init__(verbose=verbose)
+        self.target_entropy = _check_real("target_entropy", target_entropy)
+        self.adaptation_rate = _check_real("adaptation_rate", adaptation_rate)
+        if self.adaptation_rate <= 0.0:
+            raise ValueError(f"`adaptation_rate` must be > 0, got {adaptation_rate!r}")
+        self.min_ent_coef = _check_real("min_ent_coef", min_ent_coef)
+        if self.min_ent_coef <= 0.0:
+            raise ValueError(f"`min_ent_coef` must be > 0, got {min_ent_coef!r}")
+        self.max_ent_coef = _check_real("max_ent_coef", max_ent_coef)
+        if self.max_ent_coef <= self.min_ent_coef:
+            raise ValueError(f"`max_ent_coef` must be > min_ent_coef ({self.min_ent_coef}), got {max_ent_coef!r}")
+
+    def _check_model(self) -> None:
+        ent_coef = self.model.ent_coef
+        if isinstance(ent_coef, bool) or not isinstance(ent_coef, Real):
+            raise ValueError(
+                f"{type(self).__name__} sets `ent_coef` itself: the model's ent_coef must be a number, not a schedule, "
+                f"got {ent_coef!r}"
+            )
+        if not self.min_ent_coef <= ent_coef <= self.max_ent_coef:
+            raise ValueError(
+                f"The model's ent_coef ({ent_coef}) must be within [min_ent_coef, max_ent_coef] = "
+                f"[{self.min_ent_coef}, {self.max_ent_coef}]"
+            )
+        if self.model.ent_coef_decay != 1.0:
+            raise ValueError(
+                f"{type(self).__name__} replaces the decay of `ent_coef`: the model's ent_coef_decay must be 1.0, "
+                f"got {self.model.ent_coef_decay!r}"
+            )
+        if self.model.min_ent_coef > self.min_ent_coef:
+            raise ValueError(
+                f"The model's min_ent_coef ({self.model.min_ent_coef}) must not be above the callback's "
+                f"min_ent_coef ({self.min_ent_coef}): the model would floor the coefficients below it"
+            )
+        action_space = self.model.action_space
+        if isinstance(action_space, spaces.Discrete) and self.target_entropy >= math.log(action_space.n):
+            raise ValueError(
+                f"`target_entropy` ({self.target_entropy}) must be below log({action_space.n}) = "
+                f"{math.log(action_space.n):.4f}, the entropy of the uniform policy over the {action_space.n} actions"
+            )
+
+    def next_ent_coef(self, ent_coef: float, entropy: float) -> float:
+        """
+        The coefficient after an update whose batch had this entropy (the rule above).
+
+        :param ent_coef: the coefficient now
+        :param entropy: the mean entropy of the policy on the update's batch
+        :return: the new coefficient, within the bounds
+        """
+        log_coef = math.log(ent_coef) - self.adaptation_rate * (entropy - self.target_entropy)
+        return min(self.max_ent_coef, max(self.min_ent_coef, math.exp(log_coef)))
+
+    def _on_update(self, diagnostics: "UpdateDiagnostics") -> bool:
+        before = float(self.model.ent_coef)  # type: ignore[arg-type]  # a number: checked when training started
+        entropy = diagnostics.entropy
+        if not diagnostics.skipped and math.isfinite(entropy):
+            self.model.ent_coef = self.next_ent_coef(before, entropy)
+            at_bound = self.model.ent_coef in (self.min_ent_coef, self.max_ent_coef)
+            if self.verbose >= 1 and at_bound and self.model.ent_coef != before:
+                print(
+                    f"{type(self).__name__}: entropy {entropy:.4g} against the target {self.target_entropy:.4g} "
+                    f"(update {self._last_seen_update}): ent_coef {before:.4g} -> {self.model.ent_coef:.4g} (a bound)"
+                )
+        self.logger.record("entropy_target/error", entropy - self.target_entropy)
+        # The value the next update will use (``train/ent_coef`` is the one this update used)
+        self.logger.record("entropy_target/ent_coef", self.model.ent_coef)
+        return self.model.ent_coef != before
