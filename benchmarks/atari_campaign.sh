@@ -31,6 +31,8 @@
 #         0-2 were under way, for a fourth pair: the issue asks for at least three; every finished seed is reported.
 #         Seed 4 of both was added on 2026-11-25, after seeds 0-3 were reported, for a fifth pair: both entries get
 #         it, whatever it scores it is reported, and the report counts only the seeds that both entries finished.)
+# Then (both lanes, once the runs above are finished) the Breakout tuning candidate O, seed 100 on lane 1 and 101 on
+# lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -51,6 +53,23 @@ breakout() {  # algo seed
     fi
     OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.breakout --algo "$1" --budget 1e6 --seed "$2" --threads 1 \
         --checkpoint-freq 50000 --resume && rm -rf "$carried"
+}
+
+# Breakout tuning candidate O (breakout_tuning/O500/decision_rule.md, registered 2026-11-25 before its runs): the
+# atari entry with EntropyTargetCallback, 500k steps, tuning seeds 100 and 101
+O_PARAMS=(ent_coef_decay:1.0 min_ent_coef:0.0 "callback:[{sb3_trpo_plus.callbacks.AdaptiveTrustRegionCallback: \
+{ls_fail_threshold: 20, max_kl_decay: 0.8, min_max_kl: 0.005, damping_growth: 1.2, max_damping: 0.2}}, \
+{sb3_trpo_plus.callbacks.EntropyTargetCallback: {target_entropy: 0.85, adaptation_rate: 0.05, min_ent_coef: 0.005, \
+max_ent_coef: 0.05}}]")
+
+breakout_tuning() {  # name seed params...: one 500k-step tuning run, resumed from its carried checkpoint if any
+    local name=$1 seed=$2 base=benchmarks/results/breakout_tuning/$1
+    shift 2
+    if [ -f "$base/breakout/trpo_plus/seed$seed.json" ]; then echo "done: $base seed $seed"; return; fi
+    uncarry breakout "$CARRY/breakout_tuning/$name/breakout/trpo_plus/seed$seed"
+    OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.breakout --algo trpo_plus --seed "$seed" --budget 5e5 --eval-freq 50000 \
+        --threads 1 --checkpoint-freq 50000 --results-dir "$base" --resume --params "$@" \
+        && rm -rf "$CARRY/breakout_tuning/$name/breakout/trpo_plus/seed$seed"
 }
 
 carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinished Breakout run -> $CARRY
@@ -135,8 +154,14 @@ if [ "${1:-}" = "--status" ]; then
     exit 0
 fi
 
-lane1() { minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4; }
-lane2() { breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 && breakout ppo 4; }
+lane1() {
+    minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4 \
+        && breakout_tuning O500 100 "${O_PARAMS[@]}"
+}
+lane2() {
+    breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 && breakout ppo 4 \
+        && breakout_tuning O500 101 "${O_PARAMS[@]}"
+}
 
 mkdir -p "$LOGS"
 if [ "${1:-}" = "--lane" ]; then
