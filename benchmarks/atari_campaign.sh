@@ -32,7 +32,7 @@
 #         Seed 4 of both was added on 2026-11-25, after seeds 0-3 were reported, for a fifth pair: both entries get
 #         it, whatever it scores it is reported, and the report counts only the seeds that both entries finished.)
 # Then (both lanes, once the runs above are finished) the Breakout tuning candidate O, seed 100 on lane 1 and 101 on
-# lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run).
+# lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run; both finished on 2026-11-25, D stays: skipped).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -159,8 +159,8 @@ lane1() {
         && breakout_tuning O500 100 "${O_PARAMS[@]}"
 }
 lane2() {
-    breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 && breakout ppo 4 \
-        && breakout_tuning O500 101 "${O_PARAMS[@]}"
+    breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
+        && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
