@@ -57,8 +57,10 @@ MINATAR_SEEDS = [1, 2, 3]
 #: Issue 12's MinAtar goal: the aggregate IQM of TRPOPlus's normalized scores at least this, and no game below PPO's
 #: interval
 MINATAR_GOAL_IQM = 1.1
-#: Where the runs of the MinAtar entry before the last tuning are kept (a subsection of their own when present)
+#: Where the runs of the MinAtar entry before the last tuning are kept (a subsection of their own when present), and
+#: the seeds it was run on (its comparison with PPO stays on those, whatever ``--minatar-seeds`` says)
 MINATAR_PREVIOUS_ENTRY = "minatar_previous_entry"
+MINATAR_PREVIOUS_ENTRY_SEEDS = [1, 2, 3]
 #: A cell of an algorithm without runs
 NOT_RUN = "not run yet"
 #: The MinAtar comparison: TRPOPlus against the second, which normalizes the scores (random = 0, it = 1)
@@ -962,6 +964,15 @@ def minatar_section(
     return paragraphs(intro, aggregate, goal)
 
 
+def minatar_sections(results_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> list[str]:
+    """Section 5 on ``seeds``, and 5.1 (the entry before, when its runs are kept) on the seeds it was run on."""
+    sections = [minatar_section(results_dir, seeds)]
+    if (results_dir / MINATAR_PREVIOUS_ENTRY / "learning").is_dir():
+        previous = results_dir / MINATAR_PREVIOUS_ENTRY
+        sections.append(minatar_section(results_dir, MINATAR_PREVIOUS_ENTRY_SEEDS, previous, "minatar.previous"))
+    return sections
+
+
 # --- the page ----------------------------------------------------------------------------------------------------
 
 
@@ -988,12 +999,8 @@ def main(argv: list[str] | None = None) -> str:
         throughput_section(results_dir),
         learning_section(results_dir, images_dir, docs_dir),
         breakout_section(results_dir, images_dir, docs_dir),
-        minatar_section(results_dir, args.minatar_seeds),
+        *minatar_sections(results_dir, args.minatar_seeds),
     ]
-    if (results_dir / MINATAR_PREVIOUS_ENTRY / "learning").is_dir():
-        sections.append(
-            minatar_section(results_dir, args.minatar_seeds, results_dir / MINATAR_PREVIOUS_ENTRY, "minatar.previous")
-        )
     page = fill(
         "page",
         **{"rl_zoo3": "n/a", "sb3_trpo_plus": "n/a", **machine},

@@ -324,6 +324,31 @@ def test_minatar_previous_entry(tmp_path, monkeypatch):
     assert "Goal (" not in report.minatar_section(tmp_path)
 
 
+def test_minatar_previous_entry_keeps_its_seeds(tmp_path, monkeypatch):
+    # Section 5 moves to more seeds (its new runs); the entry before was run on its own seeds only and is compared
+    # with PPO on those, not marked incomplete for the seeds it never had
+    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
+    previous_seeds = report.MINATAR_PREVIOUS_ENTRY_SEEDS
+    now_seeds = [*previous_seeds, max(previous_seeds) + 1, max(previous_seeds) + 2]
+    random_scores = {f"MinAtar/{game}-v1": {"mean": 0.0} for game in report.MINATAR_GAMES}
+    (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
+    runs = [(tmp_path, "ppo", now_seeds), (tmp_path, "trpo_plus", now_seeds)]
+    runs.append((tmp_path / report.MINATAR_PREVIOUS_ENTRY, "trpo_plus", previous_seeds))
+    for folder, algo, seeds in runs:
+        for game in report.MINATAR_GAMES:
+            for seed in seeds:
+                env_id = f"MinAtar/{game}-v1"
+                path = folder / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                record = {"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": 10.0 + seed}}
+                path.write_text(json.dumps(record))
+    now, before = report.minatar_sections(tmp_path, now_seeds)
+    n_now, n_before = len(now_seeds), len(previous_seeds)
+    assert f"| {n_now} / {n_now} |" in now and "Goal (" in now
+    assert f"| {n_before} / {n_before} |" in before and "Goal (" in before
+    assert f"its runs (seeds {', '.join(map(str, previous_seeds))})" in before
+
+
 def test_breakout_comparison(tmp_path, monkeypatch):
     # Only runs of today's entries at the full budget, on the seeds both have, count; the verdict waits for 3 seeds
     monkeypatch.setattr(report, "BOOTSTRAP_REPS", 500)
