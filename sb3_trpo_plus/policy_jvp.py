@@ -74,7 +74,9 @@ def functional_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Para
     return jvp_fn
 
 
-def actor_critic_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Parameter]) -> JvpFn | None:
+def actor_critic_jvp(
+    policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Parameter], features: th.Tensor | None = None
+) -> JvpFn | None:
     """
     Fast forward-mode product ``v -> J v`` for SB3's ``ActorCriticPolicy`` family (Mlp, Cnn), built from
     :func:`sb3_trpo_plus.jvp.linearize`: the network is run once, then each product costs one tangent pass
@@ -83,6 +85,8 @@ def actor_critic_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Pa
     :param policy: the policy
     :param obs: the observations (batch) at which the Jacobian is taken
     :param params: the parameters the tangents refer to (the others have zero tangent)
+    :param features: the actor's features of ``obs``, when none of ``params`` is in the actor's features extractor:
+        the extractor is then not run (its tangent is zero)
     :return: the product function, or ``None`` when the policy does not have the standard structure
         (custom ``get_distribution``, dict observations, gSDE, ...): use :func:`functional_jvp` then
     """
@@ -99,17 +103,24 @@ def actor_critic_jvp(policy: BasePolicy, obs: PyTorchObs, params: Sequence[nn.Pa
     rule = DISTRIBUTION_RULES.get(type(policy.action_dist))
     if rule is None or rule.net_tangents is None:
         return None
-    with th.no_grad():
-        preprocessed = preprocess_obs(obs, policy.observation_space, normalize_images=policy.normalize_images)
-    features = linearize(policy.pi_features_extractor, preprocessed)  # type: ignore[arg-type]
-    latent = linearize(policy.mlp_extractor.policy_net, features.output)
+    if features is None:
+        with th.no_grad():
+            preprocessed = preprocess_obs(obs, policy.observation_space, normalize_images=policy.normalize_images)
+        extractor = linearize(policy.pi_features_extractor, preprocessed)  # type: ignore[arg-type]
+        features = extractor.output
+    else:
+        if not set(params).isdisjoint(policy.pi_features_extractor.parameters()):
+            raise ValueError("features given, but some of params are in the features extractor")
+        extractor = None
+    latent = linearize(policy.mlp_extractor.policy_net, features)
     head = linearize(policy.action_net, latent.output)
     log_std = getattr(policy, "log_std", None)
     net_tangents = rule.net_tangents(policy.action_dist, head.output, log_std)
 
     def jvp_fn(tangents: Sequence[th.Tensor]) -> list[th.Tensor]:
         param_tangents = dict(zip(params, tangents, strict=True))
-        d_output = head.jvp(param_tangents, latent.jvp(param_tangents, features.jvp(param_tangents)))
+        d_features = None if extractor is None else extractor.jvp(param_tangents)
+        d_output = head.jvp(param_tangents, latent.jvp(param_tangents, d_features))
         d_log_std = param_tangents.get(log_std) if log_std is not None else None  # type: ignore[call-overload]
         return net_tangents(d_output, d_log_std)
 

@@ -75,6 +75,8 @@ class _PolicyBatch:
     :param advantages: their advantages (normalized if asked)
     :param features: the shared features of the whole rollout at the actor's current parameters, when the update
         computed them anyway (shared features extractor, no ``sub_sampling_factor``): the critic update reuses them
+    :param actor_features: the features the step's distributions are computed from, when the step leaves the
+        features extractor alone (``actor_trains_features=False``): computed once, the extractor is not run again
     """
 
     obs: PyTorchObs
@@ -82,6 +84,7 @@ class _PolicyBatch:
     old_log_prob: th.Tensor
     advantages: th.Tensor
     features: th.Tensor | None = None
+    actor_features: th.Tensor | None = None
 
     def is_finite(self) -> bool:
         return _all_finite(self.obs) and _is_finite(self.advantages) and _is_finite(self.old_log_prob)
@@ -339,6 +342,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         critic_kl_fraction * target_kl`` (undone if 10 halvings do not get there); the trust-region step then uses
         the rest: its full step is sized for ``target_kl`` minus that KL, and its line search bounds the KL from the
         rollout's policy by ``target_kl``. Needs an ``ActorCriticPolicy`` with a shared features extractor.
+    :param actor_trains_features: whether the trust-region step moves the shared features extractor too (default,
+        as sb3-contrib TRPO), or only the actor's own layers (``False``, with ``critic_kl_fraction > 0``): the
+        extractor is then trained by the critic alone (within its part of the trust region), and the step is a
+        natural-gradient step of the actor's head on the critic's features, which are computed once per update.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -391,6 +398,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         joint_kl: bool = False,
         damped_step_size: bool = True,
         critic_kl_fraction: float = 0.0,
+        actor_trains_features: bool = True,
         _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
@@ -415,6 +423,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             joint_kl=joint_kl,
             damped_step_size=damped_step_size,
             critic_kl_fraction=critic_kl_fraction,
+            actor_trains_features=actor_trains_features,
         )
         super().__init__(
             policy,
@@ -480,6 +489,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.joint_kl = bool(joint_kl)
         self.damped_step_size = bool(damped_step_size)
         self.critic_kl_fraction = float(critic_kl_fraction)
+        self.actor_trains_features = bool(actor_trains_features)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
@@ -511,6 +521,11 @@ class TRPOPlus(OnPolicyAlgorithm):
                 "is shared by actor and critic (policy_kwargs share_features_extractor=True, SB3's default); "
                 f"got {type(self.policy).__name__} with share_features_extractor="
                 f"{getattr(self.policy, 'share_features_extractor', None)}"
+            )
+        if not self.actor_trains_features and self.critic_kl_fraction == 0:
+            raise ValueError(
+                "actor_trains_features=False needs critic_kl_fraction > 0 (the critic then trains the shared features "
+                "extractor); with critic_kl_fraction=0 nothing would train it"
             )
 
     def _check_loaded_state(self) -> None:
@@ -672,33 +687,43 @@ class TRPOPlus(OnPolicyAlgorithm):
         running the extractor again).
         """
         policy = self.policy
+        if batch.actor_features is not None:
+            return self._head_distribution(batch.actor_features)
         if _is_standard_shared_actor_critic(policy):
             # Same computation as ActorCriticPolicy.get_distribution, keeping the features
             features = policy.extract_features(batch.obs)
             if self.sub_sampling_factor == 1:
                 batch.features = features.detach()  # type: ignore[union-attr]
-            latent_pi = policy.mlp_extractor.forward_actor(features)  # type: ignore[arg-type]
-            return policy._get_action_dist_from_latent(latent_pi)
+            return self._head_distribution(features)  # type: ignore[arg-type]
         return policy.get_distribution(batch.obs)
 
-    def _jvp_fn(self, obs: PyTorchObs, actor_params: list[nn.Parameter]) -> JvpFn:
+    def _head_distribution(self, features: th.Tensor) -> Distribution:
+        """The distribution of SB3's actor-critic policy from the features of its (shared) extractor."""
+        policy: ActorCriticPolicy = self.policy  # type: ignore[assignment]
+        return policy._get_action_dist_from_latent(policy.mlp_extractor.forward_actor(features))
+
+    def _jvp_fn(self, obs: PyTorchObs, actor_params: list[nn.Parameter], features: th.Tensor | None = None) -> JvpFn:
         # Hand-written tangent rules for SB3's standard actor-critic policies, torch.func for anything else
-        return actor_critic_jvp(self.policy, obs, actor_params) or functional_jvp(self.policy, obs, actor_params)
+        return actor_critic_jvp(self.policy, obs, actor_params, features) or functional_jvp(self.policy, obs, actor_params)
 
     def _fisher_vector_product(
         self, batch: _PolicyBatch, distribution: Distribution, actor_params: list[nn.Parameter], cg_damping: float
     ) -> FisherVectorProduct:
         """``v -> (F + cg_damping * I) v`` on the batch, or on a sub-sample of it (``cg_sub_sampling_factor``)."""
+        obs, features = batch.obs, batch.actor_features
         if self.cg_sub_sampling_factor > 1:
-            obs = _index_obs(batch.obs, _sub_sample(batch.actions.shape[0], self.cg_sub_sampling_factor, self.device))
-            distribution = self.policy.get_distribution(obs)
-        else:
-            obs = batch.obs
+            index = _sub_sample(batch.actions.shape[0], self.cg_sub_sampling_factor, self.device)
+            obs = _index_obs(obs, index)
+            if features is None:
+                distribution = self.policy.get_distribution(obs)
+            else:
+                features = features[index]
+                distribution = self._head_distribution(features)
         # (F is the Hessian of the KL that the line search bounds: joint, or averaged over action dimensions)
         return FisherVectorProduct(
             distribution,
             actor_params,
-            self._jvp_fn(obs, actor_params),
+            self._jvp_fn(obs, actor_params, features),
             cg_damping,
             scale=kl_scale(distribution, self.joint_kl),
         )
@@ -896,7 +921,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         batch: _PolicyBatch,
         actor_params: list[nn.Parameter],
         update: UpdateSettings,
-    ) -> tuple[list[float], Distribution, float, float]:
+    ) -> tuple[list[float], Distribution, float, float, th.Tensor]:
         """
         The critic first, training the features extractor it shares with the actor (``critic_kl_fraction > 0``),
         within its part of the trust region: its change of the extractor is halved until ``KL(rollout's policy ||
@@ -904,15 +929,17 @@ class TRPOPlus(OnPolicyAlgorithm):
         or on any exception or interruption (the critic's own layers keep their training).
 
         :return: the value losses; the rollout's policy on the batch (the KL of the update is measured from it); its
-            KL to the policy after the critic; the share of the critic's change of the extractor that was kept
+            KL to the policy after the critic; the share of the critic's change of the extractor that was kept; the
+            shared features of the batch at the extractor the critic left
         """
         policy = self.policy
         with th.no_grad():
-            rollout_policy = detach_distribution(policy.get_distribution(batch.obs))
+            features_at_start = policy.extract_features(batch.obs)
+            rollout_policy = detach_distribution(self._head_distribution(features_at_start))  # type: ignore[arg-type]
         shared = list(policy.features_extractor.parameters())
         start = flatten_params(shared)
         budget = self.critic_kl_fraction * update.target_kl
-        kept, critic_kl = 0.0, 0.0
+        kept, critic_kl, features = 0.0, 0.0, features_at_start
         try:
             value_losses = self._update_critic(rollout_data, set(actor_params) - set(shared), train_features=True)
             change = flatten_params(shared) - start
@@ -920,17 +947,17 @@ class TRPOPlus(OnPolicyAlgorithm):
             with th.no_grad():
                 for _ in range(CRITIC_KL_HALVINGS + 1):
                     assign_params(shared, start + fraction * change)
-                    new_policy = policy.get_distribution(batch.obs)
-                    kl = mean_kl(rollout_policy, new_policy, self.joint_kl).item()
+                    new_features = policy.extract_features(batch.obs)
+                    kl = mean_kl(rollout_policy, self._head_distribution(new_features), self.joint_kl).item()  # type: ignore[arg-type]
                     if np.isfinite(kl) and kl <= budget:
-                        kept, critic_kl = fraction, kl
+                        kept, critic_kl, features = fraction, kl, new_features
                         break
                     fraction *= 0.5
         finally:
             if kept == 0.0:
                 # the extractor as the rollout's policy had it, exactly
                 assign_params(shared, start)
-        return value_losses, rollout_policy, critic_kl, kept
+        return value_losses, rollout_policy, critic_kl, kept, features  # type: ignore[return-value]
 
     def _actor_params(self, observations: PyTorchObs | None = None) -> list[nn.Parameter]:
         """
@@ -1017,12 +1044,18 @@ class TRPOPlus(OnPolicyAlgorithm):
             if self.critic_kl_fraction > 0:
                 # Critic first, training the shared features within its part of the trust region; then one
                 # trust-region step for the rest, its KL measured from the rollout's policy
-                value_losses, rollout_policy, critic_kl, kept = self._update_critic_within_kl(
+                value_losses, rollout_policy, critic_kl, kept, features = self._update_critic_within_kl(
                     rollout_data, batch, actor_params, update
                 )
                 self.logger.record("train/critic_kl", critic_kl)
                 self.logger.record("train/critic_features_kept", kept)
-                diagnostics = self._update_policy(batch, update, actor_params, reference=rollout_policy, kl_used=critic_kl)
+                step_params = actor_params
+                if not self.actor_trains_features:
+                    # The step moves the actor's own layers only, on the features the critic left (computed once)
+                    shared = set(self.policy.features_extractor.parameters())
+                    step_params = [param for param in actor_params if param not in shared]
+                    batch.actor_features = features
+                diagnostics = self._update_policy(batch, update, step_params, reference=rollout_policy, kl_used=critic_kl)
             else:
                 # Actor: one trust-region step
                 diagnostics = self._update_policy(batch, update, actor_params)
@@ -1236,6 +1269,7 @@ def _check_arguments(
     joint_kl: bool,
     damped_step_size: bool,
     critic_kl_fraction: float,
+    actor_trains_features: bool,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
     _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
@@ -1263,7 +1297,11 @@ def _check_arguments(
     initial_ent_coef = _initial_value(ent_coef)
     if min_ent_coef > initial_ent_coef:
         raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")
-    for name, value in (("joint_kl", joint_kl), ("damped_step_size", damped_step_size)):
+    for name, value in (
+        ("joint_kl", joint_kl),
+        ("damped_step_size", damped_step_size),
+        ("actor_trains_features", actor_trains_features),
+    ):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {value!r}")
     if not (_is_finite_real(critic_kl_fraction) and 0 <= critic_kl_fraction < 1):

@@ -120,3 +120,41 @@ def test_critic_kl_fraction_needs_a_shared_features_extractor():
     TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5)
     TRPOPlus("MlpPolicy", "CartPole-v1", policy_kwargs=dict(share_features_extractor=False))
     assert np.isclose(TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.25).critic_kl_fraction, 0.25)
+
+
+def test_actor_trains_features_false_leaves_the_extractor_to_the_critic(monkeypatch):
+    # The step moves the actor's own layers only; the extractor changes by the critic's (kept) training alone, and
+    # the whole update stays within target_kl of the rollout's policy
+    snapshots = []
+    update_policy = TRPOPlus._update_policy
+
+    def recording(self, batch, update, actor_params, **kwargs):
+        extractor = list(self.policy.features_extractor.parameters())
+        before = flatten_params(extractor).clone()
+        diagnostics = update_policy(self, batch, update, actor_params, **kwargs)
+        snapshots.append((before, flatten_params(extractor).clone(), {id(p) for p in actor_params}))
+        return diagnostics
+
+    monkeypatch.setattr(TRPOPlus, "_update_policy", recording)
+    for actor_trains_features in (True, False):
+        snapshots.clear()
+        model = shared_model(0.5)
+        model.actor_trains_features = actor_trains_features
+        keep = KeepRolloutPolicy()
+        model.learn(512, callback=keep)
+        extractor_ids = {id(p) for p in model.policy.features_extractor.parameters()}
+        assert model.last_update.line_search_success
+        assert rollout_kl(keep.rollout_policy, model) <= TARGET_KL + 1e-7
+        for before, after, step_ids in snapshots:
+            assert extractor_ids.isdisjoint(step_ids) is not actor_trains_features
+            assert th.equal(before, after) is not actor_trains_features
+    # the critic still trains the extractor within its part of the trust region
+    assert 0.0 < model.logger.name_to_value["train/critic_kl"] <= 0.5 * TARGET_KL
+
+
+def test_actor_trains_features_false_needs_critic_kl_fraction():
+    with pytest.raises(ValueError, match="actor_trains_features=False needs critic_kl_fraction > 0"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", actor_trains_features=False)
+    with pytest.raises(ValueError, match="actor_trains_features must be True or False"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, actor_trains_features="no")
+    assert not TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, actor_trains_features=False).actor_trains_features

@@ -75,6 +75,7 @@ def test_docs_build(tmp_path):
         "joint_kl",
         "damped_step_size",
         "critic_kl_fraction",
+        "actor_trains_features",
     ):
         assert f"<strong>{parameter}</strong>" in trpo_plus, parameter
     # The README's quick start is the getting-started example

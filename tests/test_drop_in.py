@@ -61,6 +61,7 @@ def test_signature_extends_sb3_contrib():
         joint_kl=False,
         damped_step_size=True,
         critic_kl_fraction=0.0,
+        actor_trains_features=True,
     )
 
 

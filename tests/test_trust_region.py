@@ -113,6 +113,38 @@ def test_fisher_vector_product_matches_explicit_fisher(name, share_features_extr
         assert th.allclose(fvp(vector), expected, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", list(ACTION_SPACES))
+def test_fisher_vector_product_of_the_head_on_given_features_matches_explicit_fisher(name):
+    """
+    actor_trains_features=False: the Fisher of the actor's own layers (the shared extractor left out), with the
+    features computed once and given to the product (the extractor is not run), is the explicit one of those layers.
+    """
+    action_space, kwargs = ACTION_SPACES[name]
+    policy, obs = make_policy(action_space, kwargs)
+    extractor = set(policy.features_extractor.parameters()) | set(policy.pi_features_extractor.parameters())
+    params = [p for p in actor_params_of(policy, obs) if p not in extractor]
+    # the extractor of make_policy has no parameters: give it one, so that leaving it out is a real restriction
+    if not extractor:
+        policy.pi_features_extractor = policy.features_extractor = th.nn.Sequential(th.nn.Linear(3, 3), th.nn.Tanh())
+        policy.mlp_extractor.policy_net[0].weight.data.normal_()
+        extractor = set(policy.features_extractor.parameters())
+        params = [p for p in actor_params_of(policy, obs) if p not in extractor]
+    with th.no_grad():
+        features = policy.extract_features(obs)
+    jvp_fn = actor_critic_jvp(policy, obs, params, features)
+    if jvp_fn is None:
+        pytest.skip("no fast path for this policy (torch.func is used)")
+    fisher = explicit_fisher(policy, obs, params)
+    damping = 0.1
+    fvp = FisherVectorProduct(policy.get_distribution(obs), params, jvp_fn, damping)
+    for _ in range(3):
+        vector = th.randn(fisher.shape[0])
+        assert th.allclose(fvp(vector), fisher @ vector + damping * vector, rtol=1e-4, atol=1e-6)
+    # features given with extractor parameters among the tangents' parameters: refused, not silently wrong
+    with pytest.raises(ValueError, match="features given"):
+        actor_critic_jvp(policy, obs, actor_params_of(policy, obs), features)
+
+
 @pytest.mark.parametrize("scale", [1.0, 2.5])
 @pytest.mark.parametrize("path", ["functional", "fast"])
 @pytest.mark.parametrize("name", list(ACTION_SPACES))
