@@ -32,7 +32,8 @@
 #         Seed 4 of both was added on 2026-11-25, after seeds 0-3 were reported, for a fifth pair: both entries get
 #         it, whatever it scores it is reported, and the report counts only the seeds that both entries finished.)
 # Then (both lanes, once the runs above are finished) the Breakout tuning candidate O, seed 100 on lane 1 and 101 on
-# lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run; both finished on 2026-11-25, D stays: skipped).
+# lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run; both finished on 2026-11-25, D stays: skipped),
+# then candidate P the same way (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 19:06 UTC).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -61,6 +62,11 @@ O_PARAMS=(ent_coef_decay:1.0 min_ent_coef:0.0 "callback:[{sb3_trpo_plus.callback
 {ls_fail_threshold: 20, max_kl_decay: 0.8, min_max_kl: 0.005, damping_growth: 1.2, max_damping: 0.2}}, \
 {sb3_trpo_plus.callbacks.EntropyTargetCallback: {target_entropy: 0.85, adaptation_rate: 0.05, min_ent_coef: 0.005, \
 max_ent_coef: 0.05}}]")
+
+# Breakout tuning candidate P (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 before its runs): the CNN
+# shared and trained by the critic alone, the trust-region step on the actor's head
+P_PARAMS=("policy_kwargs:dict(share_features_extractor=True)" critic_kl_fraction:0.5 target_kl:0.04 \
+actor_trains_features:False cg_sub_sampling_factor:1)
 
 breakout_tuning() {  # name seed params...: one 500k-step tuning run, resumed from its carried checkpoint if any
     local name=$1 seed=$2 base=benchmarks/results/breakout_tuning/$1
@@ -156,11 +162,11 @@ fi
 
 lane1() {
     minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4 \
-        && breakout_tuning O500 100 "${O_PARAMS[@]}"
+        && breakout_tuning O500 100 "${O_PARAMS[@]}" && breakout_tuning P500 100 "${P_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
-        && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}"
+        && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}" && breakout_tuning P500 101 "${P_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
