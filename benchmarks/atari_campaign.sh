@@ -33,7 +33,8 @@
 #         it, whatever it scores it is reported, and the report counts only the seeds that both entries finished.)
 # Then (both lanes, once the runs above are finished) the Breakout tuning candidate O, seed 100 on lane 1 and 101 on
 # lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run; both finished on 2026-11-25, D stays: skipped),
-# then candidate P the same way (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 19:06 UTC).
+# then candidate P the same way (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 19:06 UTC; both finished,
+# D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:47 UTC).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -67,6 +68,8 @@ max_ent_coef: 0.05}}]")
 # shared and trained by the critic alone, the trust-region step on the actor's head
 P_PARAMS=("policy_kwargs:dict(share_features_extractor=True)" critic_kl_fraction:0.5 target_kl:0.04 \
 actor_trains_features:False cg_sub_sampling_factor:1)
+# Candidate Q (breakout_tuning/Q500/decision_rule.md): P with PPO's entropy bonus (0.01, no decay)
+Q_PARAMS=("${P_PARAMS[@]}" ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
 
 breakout_tuning() {  # name seed params...: one 500k-step tuning run, resumed from its carried checkpoint if any
     local name=$1 seed=$2 base=benchmarks/results/breakout_tuning/$1
@@ -162,11 +165,13 @@ fi
 
 lane1() {
     minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4 \
-        && breakout_tuning O500 100 "${O_PARAMS[@]}" && breakout_tuning P500 100 "${P_PARAMS[@]}"
+        && breakout_tuning O500 100 "${O_PARAMS[@]}" && breakout_tuning P500 100 "${P_PARAMS[@]}" \
+        && breakout_tuning Q500 100 "${Q_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
-        && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}" && breakout_tuning P500 101 "${P_PARAMS[@]}"
+        && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}" && breakout_tuning P500 101 "${P_PARAMS[@]}" \
+        && breakout_tuning Q500 101 "${Q_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
