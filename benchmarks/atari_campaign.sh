@@ -34,7 +34,7 @@
 # Then (both lanes, once the runs above are finished) the Breakout tuning candidate O, seed 100 on lane 1 and 101 on
 # lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run; both finished on 2026-11-25, D stays: skipped),
 # then candidate P the same way (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 19:06 UTC; both finished,
-# D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:47 UTC).
+# D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:41 UTC).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
