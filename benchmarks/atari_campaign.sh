@@ -24,8 +24,8 @@
 #         Seeds 4 and 5 of the MinAtar sweep were added on 2026-11-25 at 15:15 UTC, after seeds 1-3 were reported
 #         (SpaceInvaders, 3 points below PPO's interval, swings by 50 points between evaluations): every game, both
 #         algorithms (MinAtar Breakout's seed 4 exists already, from the learning benchmark's seeds 0-4: 18 new runs).
-#         The report's MINATAR_SEEDS becomes 1-5 once all of them are finished, whatever they score; until then it
-#         reports seeds 1-3.
+#         The report's MINATAR_SEEDS becomes 1-5 once all of them are finished, whatever they score (all finished on
+#         2026-11-25 at 20:02 UTC: the report is on seeds 1-5).
 # Lane 2: ALE Breakout, 1M steps each (1.5-2 h a run): PPO `atari` entry seed 2 (seeds 0 and 1 exist), then
 #         TRPOPlus `atari` entry seeds 0 and 1, then PPO seeds 3 and 4. (Seed 3 of both entries was added once seeds
 #         0-2 were under way, for a fourth pair: the issue asks for at least three; every finished seed is reported.
@@ -34,7 +34,9 @@
 # Then (both lanes, once the runs above are finished) the Breakout tuning candidate O, seed 100 on lane 1 and 101 on
 # lane 2 (breakout_tuning/O500/decision_rule.md; about 1 h a run; both finished on 2026-11-25, D stays: skipped),
 # then candidate P the same way (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 19:06 UTC; both finished,
-# D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:41 UTC).
+# D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:41 UTC; both finished, 1.195x: D stays), then Q
+# and the entry D on tuning seeds 102 and 103 (Q500/decision_rule_4_seeds.md, registered 2026-11-25 20:08 UTC): Q and
+# D seed 102 on lane 1, seed 103 on lane 2.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -70,6 +72,8 @@ P_PARAMS=("policy_kwargs:dict(share_features_extractor=True)" critic_kl_fraction
 actor_trains_features:False cg_sub_sampling_factor:1)
 # Candidate Q (breakout_tuning/Q500/decision_rule.md): P with PPO's entropy bonus (0.01, no decay)
 Q_PARAMS=("${P_PARAMS[@]}" ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
+# The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
+D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
 breakout_tuning() {  # name seed params...: one 500k-step tuning run, resumed from its carried checkpoint if any
     local name=$1 seed=$2 base=benchmarks/results/breakout_tuning/$1
@@ -166,12 +170,14 @@ fi
 lane1() {
     minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4 \
         && breakout_tuning O500 100 "${O_PARAMS[@]}" && breakout_tuning P500 100 "${P_PARAMS[@]}" \
-        && breakout_tuning Q500 100 "${Q_PARAMS[@]}"
+        && breakout_tuning Q500 100 "${Q_PARAMS[@]}" && breakout_tuning Q500 102 "${Q_PARAMS[@]}" \
+        && breakout_tuning D 102 "${D_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
         && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}" && breakout_tuning P500 101 "${P_PARAMS[@]}" \
-        && breakout_tuning Q500 101 "${Q_PARAMS[@]}"
+        && breakout_tuning Q500 101 "${Q_PARAMS[@]}" && breakout_tuning Q500 103 "${Q_PARAMS[@]}" \
+        && breakout_tuning D 103 "${D_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
