@@ -253,10 +253,12 @@ def test_breakout_record_differences_from_entry():
     )
 
 
-def test_minatar_aggregate(tmp_path):
+def test_minatar_aggregate(tmp_path, monkeypatch):
     # Normalized by random = 0 and PPO = 1: PPO's mean is 1 by construction, a TRPOPlus twice as far above random is 2,
     # and a game where TRPOPlus falls below PPO's interval is flagged
     from benchmarks.report import MINATAR_GAMES, MINATAR_SEEDS, minatar_section
+
+    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 1000)
 
     random_scores = {f"MinAtar/{game}-v1": {"mean": 1.0} for game in MINATAR_GAMES}
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
