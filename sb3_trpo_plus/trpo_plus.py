@@ -522,6 +522,13 @@ class TRPOPlus(OnPolicyAlgorithm):
                 f"got {type(self.policy).__name__} with share_features_extractor="
                 f"{getattr(self.policy, 'share_features_extractor', None)}"
             )
+        if self.critic_kl_fraction > 0 and not list(self.policy.features_extractor.parameters()):
+            raise ValueError(
+                f"critic_kl_fraction > 0 ({self.critic_kl_fraction}) needs a shared features extractor with parameters "
+                f"for the critic to train; {type(self.policy.features_extractor).__name__} has none (SB3's MlpPolicy "
+                "only flattens the observation): use critic_kl_fraction=0, or give the policy a features extractor "
+                "with parameters (policy_kwargs features_extractor_class, as CnnPolicy's NatureCNN)"
+            )
         if not self.actor_trains_features and self.critic_kl_fraction == 0:
             raise ValueError(
                 "actor_trains_features=False needs critic_kl_fraction > 0 (the critic then trains the shared features "

@@ -116,10 +116,16 @@ def test_critic_kl_fraction_must_be_in_zero_one(value):
 def test_critic_kl_fraction_needs_a_shared_features_extractor():
     with pytest.raises(ValueError, match=r"critic_kl_fraction > 0 .* needs an ActorCriticPolicy whose features extractor"):
         TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, policy_kwargs=dict(share_features_extractor=False))
-    # accepted with SB3's default (shared); nothing to check for 0
-    TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5)
+    # the shared extractor must have parameters for the critic to train: SB3's MlpPolicy only flattens
+    with pytest.raises(ValueError, match=r"critic_kl_fraction > 0 .* needs a shared features extractor with parameters"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5)
+    # accepted with a shared extractor that has parameters (SB3's default sharing); nothing to check for 0
+    kwargs = dict(features_extractor_class=LinearFeatures)
+    TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, policy_kwargs=kwargs)
     TRPOPlus("MlpPolicy", "CartPole-v1", policy_kwargs=dict(share_features_extractor=False))
-    assert np.isclose(TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.25).critic_kl_fraction, 0.25)
+    assert np.isclose(
+        TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.25, policy_kwargs=kwargs).critic_kl_fraction, 0.25
+    )
 
 
 def test_actor_trains_features_false_leaves_the_extractor_to_the_critic(monkeypatch):
@@ -157,4 +163,6 @@ def test_actor_trains_features_false_needs_critic_kl_fraction():
         TRPOPlus("MlpPolicy", "CartPole-v1", actor_trains_features=False)
     with pytest.raises(ValueError, match="actor_trains_features must be True or False"):
         TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, actor_trains_features="no")
-    assert not TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, actor_trains_features=False).actor_trains_features
+    kwargs = dict(features_extractor_class=LinearFeatures)
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", critic_kl_fraction=0.5, actor_trains_features=False, policy_kwargs=kwargs)
+    assert not model.actor_trains_features
