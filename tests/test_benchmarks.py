@@ -9,10 +9,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch as th
 
 pytest.importorskip("rl_zoo3")
 
-from benchmarks import breakout, direction_quality, fvp, learning, minatar_tuning, report, rollout_batch, throughput
+from benchmarks import (
+    breakout,
+    direction_quality,
+    fvp,
+    layer_change,
+    learning,
+    minatar_tuning,
+    report,
+    rollout_batch,
+    throughput,
+)
 from benchmarks._common import load_hyperparams
 
 pytestmark = pytest.mark.benchmarks
@@ -431,3 +442,13 @@ def test_direction_quality(tmp_path):
             assert math.isfinite(row["gain_held_out"]) and row["kl_held_out"] > 0, method
         # a direction that ascends the objective gains on the rollout it was computed on
         assert result["rows"][0]["gain_train"] > 0, method
+
+
+def test_layer_change():
+    # weight tensors only (biases and scalars left out), relative to the first checkpoint's norm
+    before = {"conv.weight": th.ones(2, 2), "conv.bias": th.ones(2), "log_std": th.zeros(())}
+    after = {"conv.weight": th.tensor([[1.0, 1.0], [1.0, 3.0]]), "conv.bias": th.zeros(2), "log_std": th.ones(())}
+    assert layer_change.relative_changes(before, after) == {"conv.weight": pytest.approx(1.0)}
+    # means per step range, non-finite values (a failed line search's KL) left out, empty ranges None
+    steps, values = np.array([0.0, 5.0, 10.0, 15.0]), np.array([1.0, 3.0, np.nan, 4.0])
+    assert layer_change.binned_means(steps, values, [0, 10, 20, 30]) == [2.0, 4.0, None]
