@@ -91,13 +91,19 @@ def marking(timer: PhaseTimer, part: str) -> Wrapper:
     return wrap
 
 
-def marking_start(timer: PhaseTimer, name: str) -> Wrapper:
-    """A wrapper that marks ``name`` when the wrapped function is first called in an update."""
+def marking_start(timer: PhaseTimer, name: str, after: str | None = None) -> Wrapper:
+    """
+    A wrapper that marks ``name`` when the wrapped function is first called in an update.
+
+    :param after: count only the calls made once this mark is set in the update (a function called in several
+        parts of an update marks the start of the later part)
+    """
 
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            timer.mark(name)
+            if after is None or after in timer._marks:
+                timer.mark(name)
             return original(*args, **kwargs)
 
         return wrapper

@@ -86,6 +86,7 @@ PHASE_LABELS = {
     "curvature": "step length",
     "line_search": "line search",
     "critic": "critic",
+    "critic_kl_check": "critic's KL check (`critic_kl_fraction`)",
 }
 #: Words of the computed sentences
 VERDICT = {True: "met", False: "missed"}

@@ -143,6 +143,9 @@ class TimedTRPOPlus(PhaseTimer, TRPOPlus):
         "curvature": ("cg_end", "line_search_start"),
         "line_search": ("line_search_start", "policy_end"),
         "critic": ("critic_start", "critic_end"),
+        # critic_kl_fraction > 0 only: the critic runs first, then its change of the shared extractor is checked
+        # against its part of the trust region (halved until it fits): the KL checks after its epochs
+        "critic_kl_check": ("critic_end", "critic_within_kl_end"),
         "total": ("train_start", "train_end"),
     }
 
@@ -162,6 +165,9 @@ class TimedTRPOPlus(PhaseTimer, TRPOPlus):
     def _update_critic(self, *args: Any, **kwargs: Any) -> Any:
         return self.marked("critic", super()._update_critic, *args, **kwargs)
 
+    def _update_critic_within_kl(self, *args: Any, **kwargs: Any) -> Any:
+        return self.marked("critic_within_kl", super()._update_critic_within_kl, *args, **kwargs)
+
 
 @contextlib.contextmanager
 def trpo_plus_phase_timing(model: TimedTRPOPlus) -> Iterator[None]:
@@ -169,8 +175,9 @@ def trpo_plus_phase_timing(model: TimedTRPOPlus) -> Iterator[None]:
     model.phase_log = []
     with (
         patched(trpo_plus_module, "conjugate_gradient", marking(model, "cg")),
-        # the first assignment is the first line-search candidate
-        patched(trpo_plus_module, "assign_params", marking_start(model, "line_search_start")),
+        # the first assignment after the CG is the first line-search candidate (with critic_kl_fraction > 0 the
+        # critic's KL checks assign the extractor's parameters before it)
+        patched(trpo_plus_module, "assign_params", marking_start(model, "line_search_start", after="cg_end")),
         patched(FisherVectorProduct, "__call__", counting(model)),
     ):
         yield
@@ -269,7 +276,9 @@ def _measure(
     }
     if isinstance(model, PhaseTimer):
         splits = [phase_split(marks, model.spans) for marks in model.phase_log[warmup:]]
-        result["phases"] = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
+        means = {key: float(np.mean([split[key] for split in splits])) for key in splits[0]}
+        # (a part that no update ran, e.g. the critic's KL check without critic_kl_fraction, is left out)
+        result["phases"] = {key: value for key, value in means.items() if not np.isnan(value)}
     env.close()
     del model, env
     gc.collect()

@@ -67,6 +67,21 @@ def test_throughput(tmp_path):
         # the line-search candidates tried, on average (1 .. line_search_max_iter)
         assert 1 <= phases["line_search_iters"] <= 15
     assert json.loads(out.read_text())["envs"]["breakout"]["algos"]["ppo"]["n_steps"] == 4
+    # without critic_kl_fraction there is no KL check of the critic: the part is left out, not reported as NaN
+    assert "critic_kl_check" not in breakout_plus["phases"]
+
+
+def test_throughput_phase_timing_critic_kl_fraction(tmp_path):
+    # With critic_kl_fraction > 0 the critic runs first and its KL checks assign the extractor's parameters: the line
+    # search still starts after the CG, and every part is a span of this update, in order
+    argv = ["--envs", "breakout", "--algos", "trpo_plus", "--updates", "2", "--warmup-updates", "0"]
+    argv += ["--breakout-n-steps", "8", "--breakout-n-envs", "2", "--phase-timing", "--threads", "1"]
+    argv += ["--params", "policy_kwargs:dict(share_features_extractor=True)", "critic_kl_fraction:0.5"]
+    result = throughput.main([*argv, "--out", str(tmp_path / "throughput.json")])
+    phases = result["envs"]["breakout"]["algos"]["trpo_plus"]["phases"]
+    parts = ["actor_params", "gradient", "fvp_setup", "cg", "curvature", "line_search", "critic", "critic_kl_check"]
+    assert all(phases[part] >= 0 for part in parts), phases
+    assert sum(phases[part] for part in parts) <= phases["total"] + 1e-6
 
 
 def test_throughput_rounds(tmp_path):
