@@ -36,7 +36,8 @@
 # then candidate P the same way (breakout_tuning/P500/decision_rule.md, registered 2026-11-25 19:06 UTC; both finished,
 # D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:41 UTC; both finished, 1.195x: D stays), then Q
 # and the entry D on tuning seeds 102 and 103 (Q500/decision_rule_4_seeds.md, registered 2026-11-25 20:08 UTC): Q and
-# D seed 102 on lane 1, seed 103 on lane 2.
+# D seed 102 on lane 1, seed 103 on lane 2; then R (R500/decision_rule.md, registered 2026-11-25 21:25 UTC) on seeds
+# 100 and 102 (lane 1) and 101 and 103 (lane 2).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -72,6 +73,11 @@ P_PARAMS=("policy_kwargs:dict(share_features_extractor=True)" critic_kl_fraction
 actor_trains_features:False cg_sub_sampling_factor:1)
 # Candidate Q (breakout_tuning/Q500/decision_rule.md): P with PPO's entropy bonus (0.01, no decay)
 Q_PARAMS=("${P_PARAMS[@]}" ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
+# Candidate R (R500/decision_rule.md, registered 2026-11-25 21:25 UTC): Q with a hidden layer of 256 units of the
+# actor's own between the shared features and the logits
+R_PARAMS=("policy_kwargs:dict(share_features_extractor=True, net_arch=dict(pi=[256], vf=[]))" \
+critic_kl_fraction:0.5 target_kl:0.04 actor_trains_features:False cg_sub_sampling_factor:1 \
+ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
@@ -171,13 +177,15 @@ lane1() {
     minatar && breakout trpo_plus 2 && breakout trpo_plus 3 && breakout trpo_plus 4 \
         && breakout_tuning O500 100 "${O_PARAMS[@]}" && breakout_tuning P500 100 "${P_PARAMS[@]}" \
         && breakout_tuning Q500 100 "${Q_PARAMS[@]}" && breakout_tuning Q500 102 "${Q_PARAMS[@]}" \
-        && breakout_tuning D 102 "${D_PARAMS[@]}"
+        && breakout_tuning D 102 "${D_PARAMS[@]}" && breakout_tuning R500 100 "${R_PARAMS[@]}" \
+        && breakout_tuning R500 102 "${R_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
         && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}" && breakout_tuning P500 101 "${P_PARAMS[@]}" \
         && breakout_tuning Q500 101 "${Q_PARAMS[@]}" && breakout_tuning Q500 103 "${Q_PARAMS[@]}" \
-        && breakout_tuning D 103 "${D_PARAMS[@]}"
+        && breakout_tuning D 103 "${D_PARAMS[@]}" && breakout_tuning R500 101 "${R_PARAMS[@]}" \
+        && breakout_tuning R500 103 "${R_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
