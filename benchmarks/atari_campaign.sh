@@ -37,7 +37,8 @@
 # D stays), then Q (Q500/decision_rule.md, registered 2026-11-25 19:41 UTC; both finished, 1.195x: D stays), then Q
 # and the entry D on tuning seeds 102 and 103 (Q500/decision_rule_4_seeds.md, registered 2026-11-25 20:08 UTC): Q and
 # D seed 102 on lane 1, seed 103 on lane 2; then R (R500/decision_rule.md, registered 2026-11-25 21:25 UTC) on seeds
-# 100 and 102 (lane 1) and 101 and 103 (lane 2).
+# 100 and 102 (lane 1) and 101 and 103 (lane 2) (all finished; D stays); then S and T (S500/decision_rule.md,
+# registered 2026-11-25 22:07 UTC) the same way.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -78,6 +79,10 @@ Q_PARAMS=("${P_PARAMS[@]}" ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
 R_PARAMS=("policy_kwargs:dict(share_features_extractor=True, net_arch=dict(pi=[256], vf=[]))" \
 critic_kl_fraction:0.5 target_kl:0.04 actor_trains_features:False cg_sub_sampling_factor:1 \
 ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
+# Candidates S and T (S500/decision_rule.md, registered 2026-11-25 22:07 UTC): R with twice the critic's KL for the CNN
+S_PARAMS=("${R_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.67}")
+S_PARAMS=("${S_PARAMS[@]/target_kl:0.04/target_kl:0.06}")
+T_PARAMS=("${R_PARAMS[@]/target_kl:0.04/target_kl:0.08}")
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
@@ -178,14 +183,18 @@ lane1() {
         && breakout_tuning O500 100 "${O_PARAMS[@]}" && breakout_tuning P500 100 "${P_PARAMS[@]}" \
         && breakout_tuning Q500 100 "${Q_PARAMS[@]}" && breakout_tuning Q500 102 "${Q_PARAMS[@]}" \
         && breakout_tuning D 102 "${D_PARAMS[@]}" && breakout_tuning R500 100 "${R_PARAMS[@]}" \
-        && breakout_tuning R500 102 "${R_PARAMS[@]}"
+        && breakout_tuning R500 102 "${R_PARAMS[@]}" && breakout_tuning S500 100 "${S_PARAMS[@]}" \
+        && breakout_tuning T500 100 "${T_PARAMS[@]}" && breakout_tuning S500 102 "${S_PARAMS[@]}" \
+        && breakout_tuning T500 102 "${T_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
         && breakout ppo 4 && breakout_tuning O500 101 "${O_PARAMS[@]}" && breakout_tuning P500 101 "${P_PARAMS[@]}" \
         && breakout_tuning Q500 101 "${Q_PARAMS[@]}" && breakout_tuning Q500 103 "${Q_PARAMS[@]}" \
         && breakout_tuning D 103 "${D_PARAMS[@]}" && breakout_tuning R500 101 "${R_PARAMS[@]}" \
-        && breakout_tuning R500 103 "${R_PARAMS[@]}"
+        && breakout_tuning R500 103 "${R_PARAMS[@]}" && breakout_tuning S500 101 "${S_PARAMS[@]}" \
+        && breakout_tuning T500 101 "${T_PARAMS[@]}" && breakout_tuning S500 103 "${S_PARAMS[@]}" \
+        && breakout_tuning T500 103 "${T_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
