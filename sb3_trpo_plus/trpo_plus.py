@@ -49,6 +49,8 @@ LINE_SEARCH_MIN_SUCCESS_RATE = 0.3
 LINE_SEARCH_MIN_STEP_FRACTION = 0.05
 #: Halvings of the critic's change of a shared features extractor before it is undone (critic_kl_fraction > 0)
 CRITIC_KL_HALVINGS = 10
+#: Halvings of a Gauss-Newton step of the actor's re-fit before it is dropped (actor_refit_steps > 0)
+ACTOR_REFIT_HALVINGS = 5
 
 
 def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
@@ -346,6 +348,14 @@ class TRPOPlus(OnPolicyAlgorithm):
         as sb3-contrib TRPO), or only the actor's own layers (``False``, with ``critic_kl_fraction > 0``): the
         extractor is then trained by the critic alone (within its part of the trust region), and the step is a
         natural-gradient step of the actor's head on the critic's features, which are computed once per update.
+    :param actor_refit_steps: with ``critic_kl_fraction > 0``, Gauss-Newton steps that re-fit the actor's own layers
+        (its MLP and action head, not the shared extractor) to the rollout's policy on the features the critic's
+        change of the extractor produced, before that change's KL is checked against the critic's part of the trust
+        region: the critic may then keep more of its training of the extractor, the policy staying close to the
+        rollout's (as the policy cloning of Phasic Policy Gradient, https://arxiv.org/abs/2009.04416). Each step
+        solves ``(F + cg_damping * I) d = grad KL`` by conjugate gradient (``cg_max_steps``) with the Fisher of the
+        actor's own layers on the whole batch, and is halved until the KL decreases (dropped if it does not).
+        ``0`` (default): no re-fit.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -399,6 +409,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         damped_step_size: bool = True,
         critic_kl_fraction: float = 0.0,
         actor_trains_features: bool = True,
+        actor_refit_steps: int = 0,
         _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
@@ -424,6 +435,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             damped_step_size=damped_step_size,
             critic_kl_fraction=critic_kl_fraction,
             actor_trains_features=actor_trains_features,
+            actor_refit_steps=actor_refit_steps,
         )
         super().__init__(
             policy,
@@ -490,6 +502,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.damped_step_size = bool(damped_step_size)
         self.critic_kl_fraction = float(critic_kl_fraction)
         self.actor_trains_features = bool(actor_trains_features)
+        self.actor_refit_steps = int(actor_refit_steps)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
@@ -533,6 +546,12 @@ class TRPOPlus(OnPolicyAlgorithm):
             raise ValueError(
                 "actor_trains_features=False needs critic_kl_fraction > 0 (the critic then trains the shared features "
                 "extractor); with critic_kl_fraction=0 nothing would train it"
+            )
+        if self.actor_refit_steps > 0 and self.critic_kl_fraction == 0:
+            raise ValueError(
+                f"actor_refit_steps > 0 ({self.actor_refit_steps}) needs critic_kl_fraction > 0: the actor's layers are "
+                "re-fitted after the critic's change of the shared features extractor, which only critic_kl_fraction > 0 "
+                "makes"
             )
 
     def _check_loaded_state(self) -> None:
@@ -945,6 +964,9 @@ class TRPOPlus(OnPolicyAlgorithm):
             rollout_policy = detach_distribution(self._head_distribution(features_at_start))  # type: ignore[arg-type]
         shared = list(policy.features_extractor.parameters())
         start = flatten_params(shared)
+        # the actor's own layers, re-fitted to the rollout's policy on each candidate change (actor_refit_steps > 0)
+        own = [param for param in actor_params if param not in set(shared)] if self.actor_refit_steps > 0 else []
+        own_start = flatten_params(own) if own else None
         budget = self.critic_kl_fraction * update.target_kl
         kept, critic_kl, features = 0.0, 0.0, features_at_start
         try:
@@ -956,15 +978,70 @@ class TRPOPlus(OnPolicyAlgorithm):
                     assign_params(shared, start + fraction * change)
                     new_features = policy.extract_features(batch.obs)
                     kl = mean_kl(rollout_policy, self._head_distribution(new_features), self.joint_kl).item()  # type: ignore[arg-type]
+                    if own and np.isfinite(kl) and kl > 0.0:
+                        self.logger.record("train/critic_kl_before_refit", kl)
+                        assign_params(own, own_start)  # type: ignore[arg-type]
+                        kl = self._refit_actor(batch, rollout_policy, new_features, own, update.cg_damping, kl)  # type: ignore[arg-type]
                     if np.isfinite(kl) and kl <= budget:
                         kept, critic_kl, features = fraction, kl, new_features
                         break
                     fraction *= 0.5
         finally:
             if kept == 0.0:
-                # the extractor as the rollout's policy had it, exactly
+                # the extractor (and the actor's own layers) as the rollout's policy had them, exactly
                 assign_params(shared, start)
+                if own:
+                    assign_params(own, own_start)  # type: ignore[arg-type]
         return value_losses, rollout_policy, critic_kl, kept, features  # type: ignore[return-value]
+
+    def _refit_actor(
+        self,
+        batch: _PolicyBatch,
+        reference: Distribution,
+        features: th.Tensor,
+        own_params: list[nn.Parameter],
+        cg_damping: float,
+        kl: float,
+    ) -> float:
+        """
+        ``actor_refit_steps`` Gauss-Newton steps on ``KL(reference || policy)`` in the actor's own layers, on fixed
+        features: ``d = (F + cg_damping * I)^-1 grad KL`` (conjugate gradient, F the Fisher of those layers on the
+        batch; for a softmax policy F is the Hessian of this KL in the logits), each halved until the KL decreases and
+        dropped if it does not within ``ACTOR_REFIT_HALVINGS`` halvings (the layers then stay where they were).
+
+        :param kl: the KL at the current parameters
+        :return: the KL after the re-fit
+        """
+        for _ in range(self.actor_refit_steps):
+            with th.enable_grad():
+                distribution = self._head_distribution(features)
+                gradient = flat_grad(mean_kl(reference, distribution, self.joint_kl), own_params, retain_graph=True)
+                if not _is_finite(gradient):
+                    break
+                fisher_vector_product = FisherVectorProduct(
+                    distribution,
+                    own_params,
+                    self._jvp_fn(batch.obs, own_params, features),
+                    cg_damping,
+                    scale=kl_scale(distribution, self.joint_kl),
+                )
+                direction, _ = conjugate_gradient(fisher_vector_product, gradient, max_iter=self.cg_max_steps)
+            del fisher_vector_product, distribution
+            if not _is_finite(direction):
+                break
+            own_start = flatten_params(own_params)
+            fraction, improved = 1.0, False
+            for _ in range(ACTOR_REFIT_HALVINGS + 1):
+                assign_params(own_params, own_start - fraction * direction)
+                new_kl = mean_kl(reference, self._head_distribution(features), self.joint_kl).item()
+                if np.isfinite(new_kl) and new_kl < kl:
+                    kl, improved = new_kl, True
+                    break
+                fraction *= 0.5
+            if not improved:
+                assign_params(own_params, own_start)
+                break
+        return kl
 
     def _actor_params(self, observations: PyTorchObs | None = None) -> list[nn.Parameter]:
         """
@@ -1277,6 +1354,7 @@ def _check_arguments(
     damped_step_size: bool,
     critic_kl_fraction: float,
     actor_trains_features: bool,
+    actor_refit_steps: int,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
     _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
@@ -1298,6 +1376,7 @@ def _check_arguments(
         ("batch_size", batch_size, 1),
         ("n_critic_updates", n_critic_updates, 0),
         ("stats_window_size", stats_window_size, 1),
+        ("actor_refit_steps", actor_refit_steps, 0),
     ):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -76,6 +76,7 @@ def test_docs_build(tmp_path):
         "damped_step_size",
         "critic_kl_fraction",
         "actor_trains_features",
+        "actor_refit_steps",
     ):
         assert f"<strong>{parameter}</strong>" in trpo_plus, parameter
     # The README's quick start is the getting-started example

@@ -62,6 +62,7 @@ def test_signature_extends_sb3_contrib():
         damped_step_size=True,
         critic_kl_fraction=0.0,
         actor_trains_features=True,
+        actor_refit_steps=0,
     )
 
 
