@@ -38,7 +38,7 @@
 # and the entry D on tuning seeds 102 and 103 (Q500/decision_rule_4_seeds.md, registered 2026-11-25 20:08 UTC): Q and
 # D seed 102 on lane 1, seed 103 on lane 2; then R (R500/decision_rule.md, registered 2026-11-25 21:25 UTC) on seeds
 # 100 and 102 (lane 1) and 101 and 103 (lane 2) (all finished; D stays); then S and T (S500/decision_rule.md,
-# registered 2026-11-25 22:07 UTC) the same way, then U (U500/decision_rule.md, registered 2026-11-25 22:21 UTC).
+# registered 2026-11-25 22:07 UTC) the same way, then U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -83,7 +83,7 @@ ent_coef:0.01 ent_coef_decay:1.0 min_ent_coef:0.01)
 S_PARAMS=("${R_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.67}")
 S_PARAMS=("${S_PARAMS[@]/target_kl:0.04/target_kl:0.06}")
 T_PARAMS=("${R_PARAMS[@]/target_kl:0.04/target_kl:0.08}")
-# Candidate U (U500/decision_rule.md, registered 2026-11-25 22:21 UTC): R with actor_refit_steps 2
+# Candidate U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC): R with actor_refit_steps 2
 U_PARAMS=("${R_PARAMS[@]}" actor_refit_steps:2)
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
