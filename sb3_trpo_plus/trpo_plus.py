@@ -952,7 +952,9 @@ class TRPOPlus(OnPolicyAlgorithm):
         The critic first, training the features extractor it shares with the actor (``critic_kl_fraction > 0``),
         within its part of the trust region: its change of the extractor is halved until ``KL(rollout's policy ||
         policy) <= critic_kl_fraction * target_kl``, and undone if ``CRITIC_KL_HALVINGS`` halvings do not get there,
-        or on any exception or interruption (the critic's own layers keep their training).
+        or on any exception or interruption (the critic's own layers keep their training). With ``actor_refit_steps``,
+        the actor's own layers are re-fitted to the rollout's policy on each candidate's features before its KL is
+        checked (:meth:`_refit_actor`), and put back as they were when the change is undone.
 
         :return: the value losses; the rollout's policy on the batch (the KL of the update is measured from it); its
             KL to the policy after the critic; the share of the critic's change of the extractor that was kept; the
@@ -965,7 +967,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         shared = list(policy.features_extractor.parameters())
         start = flatten_params(shared)
         # the actor's own layers, re-fitted to the rollout's policy on each candidate change (actor_refit_steps > 0)
-        own = [param for param in actor_params if param not in set(shared)] if self.actor_refit_steps > 0 else []
+        shared_set = set(shared)
+        own = [param for param in actor_params if param not in shared_set] if self.actor_refit_steps > 0 else []
         own_start = flatten_params(own) if own else None
         budget = self.critic_kl_fraction * update.target_kl
         kept, critic_kl, features = 0.0, 0.0, features_at_start
