@@ -40,7 +40,7 @@ class KeepRolloutPolicy(BaseCallback):
         self.rollout_policy = copy.deepcopy(self.model.policy)
 
 
-def shared_model(critic_kl_fraction: float, learning_rate: float = 1e-3) -> TRPOPlus:
+def shared_model(critic_kl_fraction: float, learning_rate: float = 1e-3, net_arch=(), **kwargs) -> TRPOPlus:
     # (without ortho_init: SB3's action head starts with gain 0.01, which makes the policy all but blind to its features)
     return TRPOPlus(
         "MlpPolicy",
@@ -51,8 +51,9 @@ def shared_model(critic_kl_fraction: float, learning_rate: float = 1e-3) -> TRPO
         learning_rate=learning_rate,
         target_kl=TARGET_KL,
         critic_kl_fraction=critic_kl_fraction,
-        policy_kwargs=dict(features_extractor_class=LinearFeatures, net_arch=[], ortho_init=False),
+        policy_kwargs=dict(features_extractor_class=LinearFeatures, net_arch=net_arch or [], ortho_init=False),
         seed=0,
+        **kwargs,
     )
 
 
@@ -170,19 +171,7 @@ def test_actor_trains_features_false_needs_critic_kl_fraction():
 
 def refit_model(actor_refit_steps: int) -> TRPOPlus:
     # a hidden layer of the actor's own between the shared features and the logits, as the re-fit is meant for
-    return TRPOPlus(
-        "MlpPolicy",
-        "CartPole-v1",
-        n_steps=256,
-        batch_size=64,
-        n_critic_updates=3,
-        learning_rate=1e-2,
-        target_kl=TARGET_KL,
-        critic_kl_fraction=0.5,
-        actor_refit_steps=actor_refit_steps,
-        policy_kwargs=dict(features_extractor_class=LinearFeatures, net_arch=dict(pi=[16], vf=[]), ortho_init=False),
-        seed=0,
-    )
+    return shared_model(0.5, 1e-2, net_arch=dict(pi=[16], vf=[]), actor_refit_steps=actor_refit_steps)
 
 
 def test_actor_refit_steps_refits_the_actor_toward_the_rollout_policy():
