@@ -38,7 +38,8 @@
 # and the entry D on tuning seeds 102 and 103 (Q500/decision_rule_4_seeds.md, registered 2026-11-25 20:08 UTC): Q and
 # D seed 102 on lane 1, seed 103 on lane 2; then R (R500/decision_rule.md, registered 2026-11-25 21:25 UTC) on seeds
 # 100 and 102 (lane 1) and 101 and 103 (lane 2) (all finished; D stays); then S and T (S500/decision_rule.md,
-# registered 2026-11-25 22:07 UTC) the same way, then U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC).
+# registered 2026-11-25 22:07 UTC) the same way, then U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC),
+# then V and W (V500/decision_rule.md, registered 2026-11-26 00:24 UTC).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -85,6 +86,12 @@ S_PARAMS=("${S_PARAMS[@]/target_kl:0.04/target_kl:0.06}")
 T_PARAMS=("${R_PARAMS[@]/target_kl:0.04/target_kl:0.08}")
 # Candidate U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC): R with actor_refit_steps 2
 U_PARAMS=("${R_PARAMS[@]}" actor_refit_steps:2)
+# Candidates V and W (V500/decision_rule.md, registered 2026-11-26 00:24 UTC): T with 8 x 128 rollouts (V), T with the
+# actor's step at least 0.12 and the critic's change of the CNN still within 0.04 (W). Their eight runs were started
+# by hand, all at once, with the commands of the rule; the lanes below resume them one by one.
+V_PARAMS=("${T_PARAMS[@]}" n_steps:128)
+W_PARAMS=("${T_PARAMS[@]/target_kl:0.08/target_kl:0.16}")
+W_PARAMS=("${W_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.25}")
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
@@ -188,7 +195,9 @@ lane1() {
         && breakout_tuning R500 102 "${R_PARAMS[@]}" && breakout_tuning S500 100 "${S_PARAMS[@]}" \
         && breakout_tuning T500 100 "${T_PARAMS[@]}" && breakout_tuning S500 102 "${S_PARAMS[@]}" \
         && breakout_tuning T500 102 "${T_PARAMS[@]}" && breakout_tuning U500 100 "${U_PARAMS[@]}" \
-        && breakout_tuning U500 102 "${U_PARAMS[@]}"
+        && breakout_tuning U500 102 "${U_PARAMS[@]}" && breakout_tuning V500 100 "${V_PARAMS[@]}" \
+        && breakout_tuning W500 100 "${W_PARAMS[@]}" && breakout_tuning V500 102 "${V_PARAMS[@]}" \
+        && breakout_tuning W500 102 "${W_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
@@ -198,7 +207,9 @@ lane2() {
         && breakout_tuning R500 103 "${R_PARAMS[@]}" && breakout_tuning S500 101 "${S_PARAMS[@]}" \
         && breakout_tuning T500 101 "${T_PARAMS[@]}" && breakout_tuning S500 103 "${S_PARAMS[@]}" \
         && breakout_tuning T500 103 "${T_PARAMS[@]}" && breakout_tuning U500 101 "${U_PARAMS[@]}" \
-        && breakout_tuning U500 103 "${U_PARAMS[@]}"
+        && breakout_tuning U500 103 "${U_PARAMS[@]}" && breakout_tuning V500 101 "${V_PARAMS[@]}" \
+        && breakout_tuning W500 101 "${W_PARAMS[@]}" && breakout_tuning V500 103 "${V_PARAMS[@]}" \
+        && breakout_tuning W500 103 "${W_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
