@@ -2,8 +2,9 @@
 Turn the results under ``benchmarks/results/`` into ``docs/benchmarks.md`` (tables) and ``docs/images/`` (plots).
 
 Reads ``fvp.json`` (``benchmarks.fvp``), ``throughput*.json`` (``benchmarks.throughput``), ``learning/<algo>/<env>/
-seed<k>.json`` (``benchmarks.learning``), ``breakout/<algo>/seed<k>.json`` (``benchmarks.breakout``) and
-``minatar_random.json`` (``benchmarks.minatar_random``); whatever is missing is listed as not run. Per env of the
+seed<k>.json`` (``benchmarks.learning``), ``breakout/<algo>/seed<k>.json`` (``benchmarks.breakout``), the tuning runs
+of the ``atari`` entry (``breakout_tuning/<candidate>/breakout/trpo_plus/seed<k>.json``, with their decision rules)
+and ``minatar_random.json`` (``benchmarks.minatar_random``); whatever is missing is listed as not run. Per env of the
 learning benchmark: the mean and the interquartile mean (IQM) of the final evaluation returns over seeds, with 95%
 stratified-bootstrap confidence intervals from ``rliable`` (``rly.get_interval_estimates``); envs with fewer than
 ``MIN_SEEDS`` seeds of an algorithm are marked incomplete and not judged. Every figure in the page comes from these
@@ -22,6 +23,7 @@ import argparse
 import functools
 import json
 import math
+import os
 import re
 import shutil
 import warnings
@@ -849,6 +851,87 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str
     return paragraphs(*parts)
 
 
+# --- Breakout tuning: every candidate on the tuning seeds ----------------------------------------------------------
+
+#: Where the tuning runs are (``benchmarks.breakout --results-dir benchmarks/results/breakout_tuning/NAME``), the
+#: step of the curve that the decision rules read, and the folder of the entry's own runs on the tuning seeds
+TUNING_DIR = "breakout_tuning"
+TUNING_STEPS = 500_000
+TUNING_REFERENCE = "D"
+
+
+def tuning_runs(results_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
+    """The Breakout tuning runs by candidate (the folder's name) and seed."""
+    runs: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for path in sorted((results_dir / TUNING_DIR).glob("*/breakout/trpo_plus/seed*.json"), key=_run_order):
+        record = json.loads(path.read_text())
+        runs[path.parents[2].name][record["seed"]] = record
+    return dict(runs)
+
+
+def train_reward_at(record: dict[str, Any], steps: int = TUNING_STEPS) -> float | None:
+    """The training reward (last 100 episodes) at the curve's point ``steps``, None if the run has no such point."""
+    curve = record["curve"]
+    points = dict(zip(curve["timesteps"], curve.get("train_ep_rew_mean", [])))
+    return points.get(steps)
+
+
+def tuning_rules(results_dir: Path, name: str) -> list[Path]:
+    """The decision rules of a candidate: those in its folder and those elsewhere that give its runs' command."""
+    tuning = results_dir / TUNING_DIR
+    own = sorted((tuning / name).glob("decision_rule*.md"))
+    command = re.compile(rf"--results-dir benchmarks/results/{TUNING_DIR}/{re.escape(name)}\b")
+    others = [
+        path for path in sorted(tuning.glob("*/decision_rule*.md")) if path not in own and command.search(path.read_text())
+    ]
+    return own + others
+
+
+def _params_of(record: dict[str, Any]) -> str:
+    """The ``--params`` of a run, as its ``hyperparams_source`` records them (empty: the entry as it was)."""
+    _, _, params = record["hyperparams_source"].partition(" with ")
+    return params
+
+
+def breakout_tuning_section(results_dir: Path, docs_dir: Path) -> str:
+    """Every Breakout tuning candidate: training reward at ``TUNING_STEPS`` per tuning seed, against the entry's."""
+    runs = tuning_runs(results_dir)
+    if not runs:
+        return ""
+    seeds = sorted({seed for by_seed in runs.values() for seed in by_seed})
+    reference = runs.get(TUNING_REFERENCE, {})
+    rows = []
+    for name, by_seed in sorted(runs.items(), key=lambda item: (item[0] != TUNING_REFERENCE, item[0])):
+        rewards = {seed: train_reward_at(record) for seed, record in by_seed.items()}
+        scored = [seed for seed, reward in rewards.items() if reward is not None]
+        mean = float(np.mean([rewards[seed] for seed in scored])) if scored else None
+        paired = [seed for seed in scored if seed in reference and train_reward_at(reference[seed]) is not None]
+        ratio = None
+        if name != TUNING_REFERENCE and paired and set(paired) == set(scored):
+            ratio = mean / float(np.mean([train_reward_at(reference[seed]) for seed in paired]))
+        rules = [
+            f"[{path.parent.name}/{path.name}]({os.path.relpath(path, docs_dir)})" for path in tuning_rules(results_dir, name)
+        ]
+        rows.append(
+            {
+                "name": name,
+                "params": _params_of(next(iter(by_seed.values()))) or "the entry as it was",
+                "per_seed": " | ".join(f"{Shown(rewards.get(seed)):.2f}" if seed in by_seed else "" for seed in seeds),
+                "mean": Shown(mean),
+                "ratio": Shown(ratio),
+                "rules": ", ".join(rules) or "none",
+            }
+        )
+    return fill(
+        "breakout.tuning",
+        steps=TUNING_STEPS,
+        reference=TUNING_REFERENCE,
+        seed_columns=" | ".join(f"seed {seed}" for seed in seeds),
+        seed_rule=" | ".join("---:" for _ in seeds),
+        rows=fill_each("breakout.tuning.row", rows),
+    )
+
+
 # --- MinAtar: the games, normalized --------------------------------------------------------------------------------
 
 _MINATAR_ID = re.compile(r"MinAtar/(\w+)-v1")
@@ -1000,6 +1083,7 @@ def main(argv: list[str] | None = None) -> str:
         throughput_section(results_dir),
         learning_section(results_dir, images_dir, docs_dir),
         breakout_section(results_dir, images_dir, docs_dir),
+        breakout_tuning_section(results_dir, docs_dir),
         *minatar_sections(results_dir, args.minatar_seeds),
     ]
     page = fill(

@@ -412,6 +412,40 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
 
 
+def test_breakout_tuning_section(tmp_path):
+    # Each candidate's training reward at 500k per seed, and its mean against the entry's over the same seeds; a run
+    # without a point at 500k is n/a; the rules are those of the folder and those that give the candidate's command
+    tuning = tmp_path / report.TUNING_DIR
+
+    def run(name, seed, reward, params=""):
+        path = tuning / name / "breakout" / "trpo_plus" / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        curve = {"timesteps": [0, 300_000, report.TUNING_STEPS], "train_ep_rew_mean": [None, 1.0, reward]}
+        if reward is None:
+            curve = {"timesteps": [0, 300_000], "train_ep_rew_mean": [None, 1.0]}
+        source = "sb3_trpo_plus/hyperparams/trpo_plus.yml:atari" + (f" with {params}" if params else "")
+        path.write_text(json.dumps({"seed": seed, "curve": curve, "hyperparams_source": source}))
+
+    for seed, reward in zip((100, 101, 102), (4.0, 6.0, 20.0)):
+        run(report.TUNING_REFERENCE, seed, reward, "n_steps:256")
+    run("X", 100, 6.0, "target_kl:0.1")
+    run("X", 101, 9.0, "target_kl:0.1")
+    run("Y", 100, 3.0, "n_steps:64")
+    run("Y", 103, 3.0, "n_steps:64")  # the entry has no run of seed 103: no ratio
+    run("Z", 101, None)
+    (tuning / "X" / "decision_rule.md").write_text("rule of X and Y")
+    (tuning / "X" / "rule_of_z.md").write_text("not a decision rule file")
+    (tuning / "Y" / "decision_rule_2.md").write_text("--results-dir benchmarks/results/breakout_tuning/Z --resume")
+    text = report.breakout_tuning_section(tmp_path, tmp_path / "docs")
+    assert "| candidate | `--params` | seed 100 | seed 101 | seed 102 | seed 103 | mean | x D |" in text
+    assert "| D | `n_steps:256` | 4.00 | 6.00 | 20.00 |  | 10.00 | n/a |" in text
+    rule_x = "[X/decision_rule.md](../breakout_tuning/X/decision_rule.md)"
+    assert f"| X | `target_kl:0.1` | 6.00 | 9.00 |  |  | 7.50 | 1.50 | {rule_x} |" in text
+    assert "| Y | `n_steps:64` | 3.00 |  |  | 3.00 | 3.00 | n/a | [Y/decision_rule_2.md](" in text
+    assert "| Z | `the entry as it was` |  | n/a |  |  | n/a | n/a | [Y/decision_rule_2.md](" in text
+    assert report.breakout_tuning_section(tmp_path / "none", tmp_path) == ""
+
+
 def test_rollout_batch():
     # Both timed paths give the same frames (in another order) and leave the buffer as they found it, so every repeat
     # times the same work
