@@ -23,7 +23,6 @@ import argparse
 import functools
 import json
 import math
-import os
 import re
 import shutil
 import warnings
@@ -893,7 +892,7 @@ def _params_of(record: dict[str, Any]) -> str:
     return params
 
 
-def breakout_tuning_section(results_dir: Path, docs_dir: Path) -> str:
+def breakout_tuning_section(results_dir: Path) -> str:
     """Every Breakout tuning candidate: training reward at ``TUNING_STEPS`` per tuning seed, against the entry's."""
     runs = tuning_runs(results_dir)
     if not runs:
@@ -909,9 +908,7 @@ def breakout_tuning_section(results_dir: Path, docs_dir: Path) -> str:
         ratio = None
         if name != TUNING_REFERENCE and paired and set(paired) == set(scored):
             ratio = mean / float(np.mean([train_reward_at(reference[seed]) for seed in paired]))
-        rules = [
-            f"[{path.parent.name}/{path.name}]({os.path.relpath(path, docs_dir)})" for path in tuning_rules(results_dir, name)
-        ]
+        rules = [f"`{path.parent.name}/{path.name}`" for path in tuning_rules(results_dir, name)]
         rows.append(
             {
                 "name": name,
@@ -1083,7 +1080,7 @@ def main(argv: list[str] | None = None) -> str:
         throughput_section(results_dir),
         learning_section(results_dir, images_dir, docs_dir),
         breakout_section(results_dir, images_dir, docs_dir),
-        breakout_tuning_section(results_dir, docs_dir),
+        breakout_tuning_section(results_dir),
         *minatar_sections(results_dir, args.minatar_seeds),
     ]
     page = fill(

@@ -436,14 +436,14 @@ def test_breakout_tuning_section(tmp_path):
     (tuning / "X" / "decision_rule.md").write_text("rule of X and Y")
     (tuning / "X" / "rule_of_z.md").write_text("not a decision rule file")
     (tuning / "Y" / "decision_rule_2.md").write_text("--results-dir benchmarks/results/breakout_tuning/Z --resume")
-    text = report.breakout_tuning_section(tmp_path, tmp_path / "docs")
+    text = report.breakout_tuning_section(tmp_path)
     assert "| candidate | `--params` | seed 100 | seed 101 | seed 102 | seed 103 | mean | x D |" in text
     assert "| D | `n_steps:256` | 4.00 | 6.00 | 20.00 |  | 10.00 | n/a |" in text
-    rule_x = "[X/decision_rule.md](../breakout_tuning/X/decision_rule.md)"
+    rule_x = "`X/decision_rule.md`"
     assert f"| X | `target_kl:0.1` | 6.00 | 9.00 |  |  | 7.50 | 1.50 | {rule_x} |" in text
-    assert "| Y | `n_steps:64` | 3.00 |  |  | 3.00 | 3.00 | n/a | [Y/decision_rule_2.md](" in text
-    assert "| Z | `the entry as it was` |  | n/a |  |  | n/a | n/a | [Y/decision_rule_2.md](" in text
-    assert report.breakout_tuning_section(tmp_path / "none", tmp_path) == ""
+    assert "| Y | `n_steps:64` | 3.00 |  |  | 3.00 | 3.00 | n/a | `Y/decision_rule_2.md` |" in text
+    assert "| Z | `the entry as it was` |  | n/a |  |  | n/a | n/a | `Y/decision_rule_2.md` |" in text
+    assert report.breakout_tuning_section(tmp_path / "none") == ""
 
 
 def test_rollout_batch():
