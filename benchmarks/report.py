@@ -860,9 +860,9 @@ TUNING_REFERENCE = "D"
 
 
 def tuning_runs(results_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
-    """The Breakout tuning runs by candidate (the folder's name) and seed."""
+    """The Breakout tuning runs by candidate (the folder's name; PPO's runs on the tuning seeds too) and seed."""
     runs: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
-    for path in sorted((results_dir / TUNING_DIR).glob("*/breakout/trpo_plus/seed*.json"), key=_run_order):
+    for path in sorted((results_dir / TUNING_DIR).glob("*/breakout/*/seed*.json"), key=_run_order):
         record = json.loads(path.read_text())
         runs[path.parents[2].name][record["seed"]] = record
     return dict(runs)
@@ -887,9 +887,9 @@ def tuning_rules(results_dir: Path, name: str) -> list[Path]:
 
 
 def _params_of(record: dict[str, Any]) -> str:
-    """The ``--params`` of a run, as its ``hyperparams_source`` records them (empty: the entry as it was)."""
-    _, _, params = record["hyperparams_source"].partition(" with ")
-    return params
+    """The ``--params`` of a run, as its ``hyperparams_source`` records them; without any, the entry it ran."""
+    source, _, params = record["hyperparams_source"].partition(" with ")
+    return params or source
 
 
 def breakout_tuning_section(results_dir: Path) -> str:
@@ -912,7 +912,7 @@ def breakout_tuning_section(results_dir: Path) -> str:
         rows.append(
             {
                 "name": name,
-                "params": _params_of(next(iter(by_seed.values()))) or "the entry as it was",
+                "params": _params_of(next(iter(by_seed.values()))),
                 "per_seed": " | ".join(f"{Shown(rewards.get(seed)):.2f}" if seed in by_seed else "" for seed in seeds),
                 "mean": Shown(mean),
                 "ratio": Shown(ratio),

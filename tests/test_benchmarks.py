@@ -417,13 +417,13 @@ def test_breakout_tuning_section(tmp_path):
     # without a point at 500k is n/a; the rules are those of the folder and those that give the candidate's command
     tuning = tmp_path / report.TUNING_DIR
 
-    def run(name, seed, reward, params=""):
-        path = tuning / name / "breakout" / "trpo_plus" / f"seed{seed}.json"
+    def run(name, seed, reward, params="", algo="trpo_plus"):
+        path = tuning / name / "breakout" / algo / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         curve = {"timesteps": [0, 300_000, report.TUNING_STEPS], "train_ep_rew_mean": [None, 1.0, reward]}
         if reward is None:
             curve = {"timesteps": [0, 300_000], "train_ep_rew_mean": [None, 1.0]}
-        source = "sb3_trpo_plus/hyperparams/trpo_plus.yml:atari" + (f" with {params}" if params else "")
+        source = f"{algo}.yml:atari" + (f" with {params}" if params else "")
         path.write_text(json.dumps({"seed": seed, "curve": curve, "hyperparams_source": source}))
 
     for seed, reward in zip((100, 101, 102), (4.0, 6.0, 20.0)):
@@ -433,6 +433,7 @@ def test_breakout_tuning_section(tmp_path):
     run("Y", 100, 3.0, "n_steps:64")
     run("Y", 103, 3.0, "n_steps:64")  # the entry has no run of seed 103: no ratio
     run("Z", 101, None)
+    run("PPO", 100, 12.0, algo="ppo")
     (tuning / "X" / "decision_rule.md").write_text("rule of X and Y")
     (tuning / "X" / "rule_of_z.md").write_text("not a decision rule file")
     (tuning / "Y" / "decision_rule_2.md").write_text("--results-dir benchmarks/results/breakout_tuning/Z --resume")
@@ -442,7 +443,8 @@ def test_breakout_tuning_section(tmp_path):
     rule_x = "`X/decision_rule.md`"
     assert f"| X | `target_kl:0.1` | 6.00 | 9.00 |  |  | 7.50 | 1.50 | {rule_x} |" in text
     assert "| Y | `n_steps:64` | 3.00 |  |  | 3.00 | 3.00 | n/a | `Y/decision_rule_2.md` |" in text
-    assert "| Z | `the entry as it was` |  | n/a |  |  | n/a | n/a | `Y/decision_rule_2.md` |" in text
+    assert "| PPO | `ppo.yml:atari` | 12.00 |  |  |  | 12.00 | 3.00 |" in text
+    assert "| Z | `trpo_plus.yml:atari` |  | n/a |  |  | n/a | n/a | `Y/decision_rule_2.md` |" in text
     assert report.breakout_tuning_section(tmp_path / "none") == ""
 
 
