@@ -39,7 +39,8 @@
 # D seed 102 on lane 1, seed 103 on lane 2; then R (R500/decision_rule.md, registered 2026-11-25 21:25 UTC) on seeds
 # 100 and 102 (lane 1) and 101 and 103 (lane 2) (all finished; D stays); then S and T (S500/decision_rule.md,
 # registered 2026-11-25 22:07 UTC) the same way, then U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC),
-# then V and W (V500/decision_rule.md, registered 2026-11-26 00:24 UTC).
+# then V and W (V500/decision_rule.md, registered 2026-11-26 00:24 UTC), then PPO's atari entry on the tuning seeds
+# (PPO500/decision_rule.md, registered 2026-11-26 01:12 UTC: a reference, it decides nothing already run).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -96,13 +97,14 @@ W_PARAMS=("${W_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.25}")
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
 breakout_tuning() {  # name seed params...: one 500k-step tuning run, resumed from its carried checkpoint if any
-    local name=$1 seed=$2 base=benchmarks/results/breakout_tuning/$1
+    local name=$1 seed=$2 base=benchmarks/results/breakout_tuning/$1 algo=trpo_plus
     shift 2
-    if [ -f "$base/breakout/trpo_plus/seed$seed.json" ]; then echo "done: $base seed $seed"; return; fi
-    uncarry breakout "$CARRY/breakout_tuning/$name/breakout/trpo_plus/seed$seed"
-    OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.breakout --algo trpo_plus --seed "$seed" --budget 5e5 --eval-freq 50000 \
+    [ "$name" = PPO500 ] && algo=ppo  # PPO's atari entry on the tuning seeds, for reference (no --params)
+    if [ -f "$base/breakout/$algo/seed$seed.json" ]; then echo "done: $base seed $seed"; return; fi
+    uncarry breakout "$CARRY/breakout_tuning/$name/breakout/$algo/seed$seed"
+    OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.breakout --algo "$algo" --seed "$seed" --budget 5e5 --eval-freq 50000 \
         --threads 1 --checkpoint-freq 50000 --results-dir "$base" --resume --params "$@" \
-        && rm -rf "$CARRY/breakout_tuning/$name/breakout/trpo_plus/seed$seed"
+        && rm -rf "$CARRY/breakout_tuning/$name/breakout/$algo/seed$seed"
 }
 
 carry() {  # the latest checkpoint, curve and TensorBoard logs of every unfinished Breakout run -> $CARRY
@@ -197,7 +199,7 @@ lane1() {
         && breakout_tuning T500 102 "${T_PARAMS[@]}" && breakout_tuning U500 100 "${U_PARAMS[@]}" \
         && breakout_tuning U500 102 "${U_PARAMS[@]}" && breakout_tuning V500 100 "${V_PARAMS[@]}" \
         && breakout_tuning W500 100 "${W_PARAMS[@]}" && breakout_tuning V500 102 "${V_PARAMS[@]}" \
-        && breakout_tuning W500 102 "${W_PARAMS[@]}"
+        && breakout_tuning W500 102 "${W_PARAMS[@]}" && breakout_tuning PPO500 100 && breakout_tuning PPO500 102
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
@@ -209,7 +211,7 @@ lane2() {
         && breakout_tuning T500 103 "${T_PARAMS[@]}" && breakout_tuning U500 101 "${U_PARAMS[@]}" \
         && breakout_tuning U500 103 "${U_PARAMS[@]}" && breakout_tuning V500 101 "${V_PARAMS[@]}" \
         && breakout_tuning W500 101 "${W_PARAMS[@]}" && breakout_tuning V500 103 "${V_PARAMS[@]}" \
-        && breakout_tuning W500 103 "${W_PARAMS[@]}"
+        && breakout_tuning W500 103 "${W_PARAMS[@]}" && breakout_tuning PPO500 101 && breakout_tuning PPO500 103
 }
 
 mkdir -p "$LOGS"
