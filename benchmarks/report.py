@@ -3,7 +3,7 @@ Turn the results under ``benchmarks/results/`` into ``docs/benchmarks.md`` (tabl
 
 Reads ``fvp.json`` (``benchmarks.fvp``), ``throughput*.json`` (``benchmarks.throughput``), ``learning/<algo>/<env>/
 seed<k>.json`` (``benchmarks.learning``), ``breakout/<algo>/seed<k>.json`` (``benchmarks.breakout``), the tuning runs
-of the ``atari`` entry (``breakout_tuning/<candidate>/breakout/trpo_plus/seed<k>.json``, with their decision rules)
+of the ``atari`` entry and PPO's (``breakout_tuning/<candidate>/breakout/<algo>/seed<k>.json``, with their rules)
 and ``minatar_random.json`` (``benchmarks.minatar_random``); whatever is missing is listed as not run. Per env of the
 learning benchmark: the mean and the interquartile mean (IQM) of the final evaluation returns over seeds, with 95%
 stratified-bootstrap confidence intervals from ``rliable`` (``rly.get_interval_estimates``); envs with fewer than
@@ -898,16 +898,15 @@ def breakout_tuning_section(results_dir: Path) -> str:
     if not runs:
         return ""
     seeds = sorted({seed for by_seed in runs.values() for seed in by_seed})
-    reference = runs.get(TUNING_REFERENCE, {})
+    reference = {seed: train_reward_at(record) for seed, record in runs.get(TUNING_REFERENCE, {}).items()}
     rows = []
     for name, by_seed in sorted(runs.items(), key=lambda item: (item[0] != TUNING_REFERENCE, item[0])):
         rewards = {seed: train_reward_at(record) for seed, record in by_seed.items()}
         scored = [seed for seed, reward in rewards.items() if reward is not None]
         mean = float(np.mean([rewards[seed] for seed in scored])) if scored else None
-        paired = [seed for seed in scored if seed in reference and train_reward_at(reference[seed]) is not None]
         ratio = None
-        if name != TUNING_REFERENCE and paired and set(paired) == set(scored):
-            ratio = mean / float(np.mean([train_reward_at(reference[seed]) for seed in paired]))
+        if name != TUNING_REFERENCE and scored and all(reference.get(seed) is not None for seed in scored):
+            ratio = mean / float(np.mean([reference[seed] for seed in scored]))
         rules = [f"`{path.parent.name}/{path.name}`" for path in tuning_rules(results_dir, name)]
         rows.append(
             {
