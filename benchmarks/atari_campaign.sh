@@ -40,7 +40,9 @@
 # 100 and 102 (lane 1) and 101 and 103 (lane 2) (all finished; D stays); then S and T (S500/decision_rule.md,
 # registered 2026-11-25 22:07 UTC) the same way, then U (U500/decision_rule.md, registered 2026-11-25 22:19 UTC),
 # then V and W (V500/decision_rule.md, registered 2026-11-26 00:24 UTC), then PPO's atari entry on the tuning seeds
-# (PPO500/decision_rule.md, registered 2026-11-26 01:12 UTC: a reference, it decides nothing already run).
+# (PPO500/decision_rule.md, registered 2026-11-26 01:12 UTC: a reference, it decides nothing already run), then Y
+# (X500/decision_rule.md, registered 2026-11-26 03:18 UTC; its runs on the lent machine stopped at about 240k, so they
+# run again here, seeds 100 and 102 on lane 1, 101 and 103 on lane 2).
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -93,6 +95,13 @@ U_PARAMS=("${R_PARAMS[@]}" actor_refit_steps:2)
 V_PARAMS=("${T_PARAMS[@]}" n_steps:128)
 W_PARAMS=("${T_PARAMS[@]/target_kl:0.08/target_kl:0.16}")
 W_PARAMS=("${W_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.25}")
+# Candidates X, Y and Z (X500/decision_rule.md, registered 2026-11-26 03:18 UTC): T with a fixed entropy bonus of 0.03
+# (X), with three epochs of the critic per rollout (Y), with both (Z). Only Y's runs are in the lanes (the rule's
+# addendum says why); X and Z can be run by hand with breakout_tuning and these values.
+X_PARAMS=("${T_PARAMS[@]/ent_coef:0.01/ent_coef:0.03}")
+X_PARAMS=("${X_PARAMS[@]/min_ent_coef:0.01/min_ent_coef:0.03}")
+Y_PARAMS=("${T_PARAMS[@]}" n_critic_updates:3)
+Z_PARAMS=("${X_PARAMS[@]}" n_critic_updates:3)
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
@@ -199,7 +208,8 @@ lane1() {
         && breakout_tuning T500 102 "${T_PARAMS[@]}" && breakout_tuning U500 100 "${U_PARAMS[@]}" \
         && breakout_tuning U500 102 "${U_PARAMS[@]}" && breakout_tuning V500 100 "${V_PARAMS[@]}" \
         && breakout_tuning W500 100 "${W_PARAMS[@]}" && breakout_tuning V500 102 "${V_PARAMS[@]}" \
-        && breakout_tuning W500 102 "${W_PARAMS[@]}" && breakout_tuning PPO500 100 && breakout_tuning PPO500 102
+        && breakout_tuning W500 102 "${W_PARAMS[@]}" && breakout_tuning PPO500 100 && breakout_tuning PPO500 102 \
+        && breakout_tuning Y500 100 "${Y_PARAMS[@]}" && breakout_tuning Y500 102 "${Y_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
@@ -211,7 +221,8 @@ lane2() {
         && breakout_tuning T500 103 "${T_PARAMS[@]}" && breakout_tuning U500 101 "${U_PARAMS[@]}" \
         && breakout_tuning U500 103 "${U_PARAMS[@]}" && breakout_tuning V500 101 "${V_PARAMS[@]}" \
         && breakout_tuning W500 101 "${W_PARAMS[@]}" && breakout_tuning V500 103 "${V_PARAMS[@]}" \
-        && breakout_tuning W500 103 "${W_PARAMS[@]}" && breakout_tuning PPO500 101 && breakout_tuning PPO500 103
+        && breakout_tuning W500 103 "${W_PARAMS[@]}" && breakout_tuning PPO500 101 && breakout_tuning PPO500 103 \
+        && breakout_tuning Y500 101 "${Y_PARAMS[@]}" && breakout_tuning Y500 103 "${Y_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
