@@ -91,6 +91,10 @@ class _PolicyBatch:
     def is_finite(self) -> bool:
         return _all_finite(self.obs) and _is_finite(self.advantages) and _is_finite(self.old_log_prob)
 
+    def minibatch(self, index: th.Tensor) -> "_PolicyBatch":
+        """The samples at ``index`` (observations, actions, old log-probs and advantages)."""
+        return _PolicyBatch(_index_obs(self.obs, index), self.actions[index], self.old_log_prob[index], self.advantages[index])
+
 
 def _is_standard_shared_actor_critic(policy: BasePolicy) -> TypeGuard[ActorCriticPolicy]:
     """SB3's ActorCriticPolicy (or a subclass keeping its forward passes) with a features extractor shared by both heads."""
@@ -356,6 +360,12 @@ class TRPOPlus(OnPolicyAlgorithm):
         solves ``(F + cg_damping * I) d = grad KL`` by conjugate gradient (``cg_max_steps``) with the Fisher of the
         actor's own layers on the whole batch, and is halved until the KL decreases (dropped if it does not).
         ``0`` (default): no re-fit.
+    :param critic_policy_coef: with ``critic_kl_fraction > 0``, the weight of the policy's objective (the
+        trust-region step's own, ``mean(ratio * advantage) + ent_coef * mean(entropy)``) in the critic's minibatch
+        loss: the critic's Adam steps then train the shared extractor on ``value_loss - critic_policy_coef *
+        objective``, as PPO's combined loss trains its shared CNN, the actor's own layers left to the trust-region
+        step. Its change of the extractor stays within the critic's part of the trust region (``critic_kl_fraction``,
+        halved as without it). ``0`` (default): the critic trains the extractor on the value loss alone.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -410,6 +420,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         critic_kl_fraction: float = 0.0,
         actor_trains_features: bool = True,
         actor_refit_steps: int = 0,
+        critic_policy_coef: float = 0.0,
         _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
@@ -436,6 +447,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             critic_kl_fraction=critic_kl_fraction,
             actor_trains_features=actor_trains_features,
             actor_refit_steps=actor_refit_steps,
+            critic_policy_coef=critic_policy_coef,
         )
         super().__init__(
             policy,
@@ -503,6 +515,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.critic_kl_fraction = float(critic_kl_fraction)
         self.actor_trains_features = bool(actor_trains_features)
         self.actor_refit_steps = int(actor_refit_steps)
+        self.critic_policy_coef = float(critic_policy_coef)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
@@ -677,9 +690,15 @@ class TRPOPlus(OnPolicyAlgorithm):
         with _acting_on_finite_observations(self.policy):
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
-    def _policy_batch(self, rollout_data: RolloutBufferSamples | DictRolloutBufferSamples) -> _PolicyBatch:
-        """The whole rollout (or a random sub-sample of it) as observations, actions, old log-probs and advantages."""
-        index = _sub_sample(rollout_data.advantages.shape[0], self.sub_sampling_factor, self.device)
+    def _policy_batch(
+        self, rollout_data: RolloutBufferSamples | DictRolloutBufferSamples, sub_sampling_factor: int | None = None
+    ) -> _PolicyBatch:
+        """
+        The whole rollout (or a random sub-sample of it, ``sub_sampling_factor``, by default the algorithm's) as
+        observations, actions, old log-probs and advantages.
+        """
+        factor = self.sub_sampling_factor if sub_sampling_factor is None else sub_sampling_factor
+        index = _sub_sample(rollout_data.advantages.shape[0], factor, self.device)
         actions = rollout_data.actions[index]
         if isinstance(self.action_space, spaces.Discrete):
             # Convert discrete action from float to long
@@ -908,6 +927,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         actor_params: set[nn.Parameter],
         features: th.Tensor | None = None,
         train_features: bool = False,
+        policy_batch: _PolicyBatch | None = None,
+        ent_coef: float = 0.0,
     ) -> list[float]:
         """
         ``n_critic_updates`` epochs of minibatch regression of the value function on the GAE returns.
@@ -916,6 +937,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         :param features: the shared features of the rollout, when already computed at the current parameters
         :param train_features: run the features extractor in every minibatch, with gradient (it is then trained
             unless it is among ``actor_params``)
+        :param policy_batch: with ``train_features``, the whole rollout as a policy batch, in the rollout's order: the
+            minibatch loss is then ``value_loss - critic_policy_coef * objective``, the policy's objective (with
+            ``ent_coef``) computed on the same minibatch's features (``critic_policy_coef > 0``)
+        :param ent_coef: the entropy coefficient of that objective (this update's)
         """
         returns = rollout_data.returns
         values_of = self._critic_value_fn(rollout_data.observations, features, train_features)
@@ -926,11 +951,22 @@ class TRPOPlus(OnPolicyAlgorithm):
             permutation = th.randperm(n_samples, device=self.device)
             for start in range(0, n_samples, self.batch_size):
                 index = permutation[start : start + self.batch_size]
-                value_loss = F.mse_loss(returns[index], values_of(index).flatten())
-                if not th.isfinite(value_loss):
+                if policy_batch is None:
+                    value_loss = F.mse_loss(returns[index], values_of(index).flatten())
+                    loss = value_loss
+                else:
+                    # One pass of the extractor for both heads: the value loss and the policy's objective, as in
+                    # PPO's combined loss (the actor's own layers get no gradient: they are among actor_params)
+                    minibatch = policy_batch.minibatch(index)
+                    minibatch_features = self.policy.extract_features(minibatch.obs)  # type: ignore[call-arg]
+                    values = self.policy.value_net(self.policy.mlp_extractor.forward_critic(minibatch_features))  # type: ignore[union-attr, operator]
+                    value_loss = F.mse_loss(returns[index], values.flatten())
+                    objective, _ = self._objective(self._head_distribution(minibatch_features), minibatch, ent_coef)  # type: ignore[arg-type]
+                    loss = value_loss - self.critic_policy_coef * objective
+                if not th.isfinite(loss):
                     continue  # never let a non-finite loss reach the weights
                 self.policy.optimizer.zero_grad()
-                value_loss.backward()
+                loss.backward()
                 # Removing gradients of parameters shared with the actor
                 # otherwise it defeats the purposes of the KL constraint
                 for param in actor_params:
@@ -973,7 +1009,15 @@ class TRPOPlus(OnPolicyAlgorithm):
         budget = self.critic_kl_fraction * update.target_kl
         kept, critic_kl, features = 0.0, 0.0, features_at_start
         try:
-            value_losses = self._update_critic(rollout_data, set(actor_params) - set(shared), train_features=True)
+            # (with critic_policy_coef, on the policy's objective too: the whole rollout, in the critic's order)
+            policy_batch = self._policy_batch(rollout_data, sub_sampling_factor=1) if self.critic_policy_coef > 0 else None
+            value_losses = self._update_critic(
+                rollout_data,
+                set(actor_params) - set(shared),
+                train_features=True,
+                policy_batch=policy_batch,
+                ent_coef=update.ent_coef,
+            )
             change = flatten_params(shared) - start
             fraction = 1.0
             with th.no_grad():
@@ -1358,6 +1402,7 @@ def _check_arguments(
     critic_kl_fraction: float,
     actor_trains_features: bool,
     actor_refit_steps: int,
+    critic_policy_coef: float,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
     _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
@@ -1395,3 +1440,10 @@ def _check_arguments(
             raise ValueError(f"{name} must be True or False, got {value!r}")
     if not (_is_finite_real(critic_kl_fraction) and 0 <= critic_kl_fraction < 1):
         raise ValueError(f"critic_kl_fraction must be a number in [0, 1), got {critic_kl_fraction!r}")
+    if not (_is_finite_real(critic_policy_coef) and critic_policy_coef >= 0):
+        raise ValueError(f"critic_policy_coef must be a finite number >= 0, got {critic_policy_coef!r}")
+    if critic_policy_coef > 0 and critic_kl_fraction == 0:
+        raise ValueError(
+            f"critic_policy_coef > 0 ({critic_policy_coef}) needs critic_kl_fraction > 0: only then does the critic "
+            "train the shared features extractor"
+        )

@@ -254,3 +254,46 @@ def test_actor_refit_steps_needs_critic_kl_fraction():
     with pytest.raises(ValueError, match=r"actor_refit_steps > 0 \(2\) needs critic_kl_fraction > 0"):
         TRPOPlus("MlpPolicy", "CartPole-v1", actor_refit_steps=2)
     assert refit_model(2).actor_refit_steps == 2
+
+
+def test_critic_policy_coef_trains_the_extractor_on_the_policy_objective(monkeypatch):
+    # The value loss made zero (its graph kept): only the policy's objective in the critic's loss can move the
+    # extractor. At the rollout's parameters the objective is mean(normalized advantage) = 0 (ent_coef 0); the
+    # critic's steps must raise it on the whole batch, within the critic's part of the trust region.
+    monkeypatch.setattr(trpo_plus_module.F, "mse_loss", lambda prediction, target: (prediction - target).sum() * 0.0)
+    recorded = []
+    update_policy = TRPOPlus._update_policy
+
+    def recording(self, batch, update, step_params, **kwargs):
+        with th.no_grad():
+            features = batch.actor_features
+            if features is None:
+                features = self.policy.extract_features(batch.obs)
+            objective, _ = self._objective(self._head_distribution(features), batch, update.ent_coef)
+        recorded.append(objective.item())
+        return update_policy(self, batch, update, step_params, **kwargs)
+
+    monkeypatch.setattr(TRPOPlus, "_update_policy", recording)
+    logged = {}
+    for coef in (0.0, 1.0):
+        model = shared_model(0.5, learning_rate=1e-2, critic_policy_coef=coef)
+        model.learn(256)
+        logged[coef] = dict(model.logger.name_to_value)
+    (without, with_policy) = recorded
+    # without the term, the critic leaves the policy as the rollout had it
+    assert logged[0.0]["train/critic_kl"] < 1e-7
+    assert without == pytest.approx(0.0, abs=1e-6)
+    # with it, the critic's change of the extractor improves the policy's objective, within its budget
+    assert with_policy > 1e-3, (with_policy, logged[1.0]["train/critic_kl"])
+    assert 0.0 < logged[1.0]["train/critic_kl"] <= 0.5 * TARGET_KL
+
+
+@pytest.mark.parametrize("value", [-0.1, float("nan"), float("inf")])
+def test_critic_policy_coef_must_be_finite_and_non_negative(value):
+    with pytest.raises(ValueError, match=r"critic_policy_coef must be a finite number >= 0"):
+        shared_model(0.5, critic_policy_coef=value)
+
+
+def test_critic_policy_coef_needs_critic_kl_fraction():
+    with pytest.raises(ValueError, match=r"critic_policy_coef > 0 \(0.5\) needs critic_kl_fraction > 0"):
+        shared_model(0.0, critic_policy_coef=0.5)
