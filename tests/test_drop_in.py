@@ -63,6 +63,7 @@ def test_signature_extends_sb3_contrib():
         critic_kl_fraction=0.0,
         actor_trains_features=True,
         actor_refit_steps=0,
+        critic_policy_coef=0.0,
     )
 
 
