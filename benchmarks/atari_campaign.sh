@@ -43,7 +43,8 @@
 # (PPO500/decision_rule.md, registered 2026-11-26 01:12 UTC: a reference, it decides nothing already run), then Y
 # (X500/decision_rule.md, registered 2026-11-26 03:18 UTC; its runs on the lent machine stopped at about 240k, so they
 # run again here, seeds 100 and 102 on lane 1, 101 and 103 on lane 2), then AA (AA500/decision_rule.md, registered
-# 2026-11-26 04:05 UTC) the same way.
+# 2026-11-26 04:05 UTC; stopped at 200k, its rule's addendum says why: its lanes are now AB's), then AB
+# (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC) the same way.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -106,6 +107,8 @@ Z_PARAMS=("${X_PARAMS[@]}" n_critic_updates:3)
 # Candidate AA (AA500/decision_rule.md, registered 2026-11-26 04:05 UTC): T with the policy's objective in the
 # critic's loss (critic_policy_coef 1.0), which then trains the CNN as PPO's combined loss does
 AA_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:1.0)
+# Candidate AB (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC): AA with the weight 0.03
+AB_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:0.03)
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
@@ -214,7 +217,7 @@ lane1() {
         && breakout_tuning W500 100 "${W_PARAMS[@]}" && breakout_tuning V500 102 "${V_PARAMS[@]}" \
         && breakout_tuning W500 102 "${W_PARAMS[@]}" && breakout_tuning PPO500 100 && breakout_tuning PPO500 102 \
         && breakout_tuning Y500 100 "${Y_PARAMS[@]}" && breakout_tuning Y500 102 "${Y_PARAMS[@]}" \
-        && breakout_tuning AA500 100 "${AA_PARAMS[@]}" && breakout_tuning AA500 102 "${AA_PARAMS[@]}"
+        && breakout_tuning AB500 100 "${AB_PARAMS[@]}" && breakout_tuning AB500 102 "${AB_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
@@ -228,7 +231,7 @@ lane2() {
         && breakout_tuning W500 101 "${W_PARAMS[@]}" && breakout_tuning V500 103 "${V_PARAMS[@]}" \
         && breakout_tuning W500 103 "${W_PARAMS[@]}" && breakout_tuning PPO500 101 && breakout_tuning PPO500 103 \
         && breakout_tuning Y500 101 "${Y_PARAMS[@]}" && breakout_tuning Y500 103 "${Y_PARAMS[@]}" \
-        && breakout_tuning AA500 101 "${AA_PARAMS[@]}" && breakout_tuning AA500 103 "${AA_PARAMS[@]}"
+        && breakout_tuning AB500 101 "${AB_PARAMS[@]}" && breakout_tuning AB500 103 "${AB_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
