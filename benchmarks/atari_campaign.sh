@@ -44,7 +44,8 @@
 # (X500/decision_rule.md, registered 2026-11-26 03:18 UTC; its runs on the lent machine stopped at about 240k, so they
 # run again here, seeds 100 and 102 on lane 1, 101 and 103 on lane 2), then AA (AA500/decision_rule.md, registered
 # 2026-11-26 04:05 UTC; stopped at 200k, its rule's addendum says why: its lanes are now AB's), then AB
-# (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC) the same way.
+# (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC) the same way, then X and Z (X500/decision_rule.md: their
+# lent-machine runs stopped at about 250k, so they run again here) the same way.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -98,8 +99,8 @@ V_PARAMS=("${T_PARAMS[@]}" n_steps:128)
 W_PARAMS=("${T_PARAMS[@]/target_kl:0.08/target_kl:0.16}")
 W_PARAMS=("${W_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.25}")
 # Candidates X, Y and Z (X500/decision_rule.md, registered 2026-11-26 03:18 UTC): T with a fixed entropy bonus of 0.03
-# (X), with three epochs of the critic per rollout (Y), with both (Z). Only Y's runs are in the lanes (the rule's
-# addendum says why); X and Z can be run by hand with breakout_tuning and these values.
+# (X), with three epochs of the critic per rollout (Y), with both (Z). Y's runs first (the rule's addendum says why),
+# X's and Z's after AB's.
 X_PARAMS=("${T_PARAMS[@]/ent_coef:0.01/ent_coef:0.03}")
 X_PARAMS=("${X_PARAMS[@]/min_ent_coef:0.01/min_ent_coef:0.03}")
 Y_PARAMS=("${T_PARAMS[@]}" n_critic_updates:3)
@@ -217,7 +218,9 @@ lane1() {
         && breakout_tuning W500 100 "${W_PARAMS[@]}" && breakout_tuning V500 102 "${V_PARAMS[@]}" \
         && breakout_tuning W500 102 "${W_PARAMS[@]}" && breakout_tuning PPO500 100 && breakout_tuning PPO500 102 \
         && breakout_tuning Y500 100 "${Y_PARAMS[@]}" && breakout_tuning Y500 102 "${Y_PARAMS[@]}" \
-        && breakout_tuning AB500 100 "${AB_PARAMS[@]}" && breakout_tuning AB500 102 "${AB_PARAMS[@]}"
+        && breakout_tuning AB500 100 "${AB_PARAMS[@]}" && breakout_tuning AB500 102 "${AB_PARAMS[@]}" \
+        && breakout_tuning X500 100 "${X_PARAMS[@]}" && breakout_tuning X500 102 "${X_PARAMS[@]}" \
+        && breakout_tuning Z500 100 "${Z_PARAMS[@]}" && breakout_tuning Z500 102 "${Z_PARAMS[@]}"
 }
 lane2() {
     breakout ppo 1 && breakout ppo 2 && breakout trpo_plus 0 && breakout trpo_plus 1 && breakout ppo 3 \
@@ -231,7 +234,9 @@ lane2() {
         && breakout_tuning W500 101 "${W_PARAMS[@]}" && breakout_tuning V500 103 "${V_PARAMS[@]}" \
         && breakout_tuning W500 103 "${W_PARAMS[@]}" && breakout_tuning PPO500 101 && breakout_tuning PPO500 103 \
         && breakout_tuning Y500 101 "${Y_PARAMS[@]}" && breakout_tuning Y500 103 "${Y_PARAMS[@]}" \
-        && breakout_tuning AB500 101 "${AB_PARAMS[@]}" && breakout_tuning AB500 103 "${AB_PARAMS[@]}"
+        && breakout_tuning AB500 101 "${AB_PARAMS[@]}" && breakout_tuning AB500 103 "${AB_PARAMS[@]}" \
+        && breakout_tuning X500 101 "${X_PARAMS[@]}" && breakout_tuning X500 103 "${X_PARAMS[@]}" \
+        && breakout_tuning Z500 101 "${Z_PARAMS[@]}" && breakout_tuning Z500 103 "${Z_PARAMS[@]}"
 }
 
 mkdir -p "$LOGS"
