@@ -1009,8 +1009,13 @@ class TRPOPlus(OnPolicyAlgorithm):
         budget = self.critic_kl_fraction * update.target_kl
         kept, critic_kl, features = 0.0, 0.0, features_at_start
         try:
-            # (with critic_policy_coef, on the policy's objective too: the whole rollout, in the critic's order)
-            policy_batch = self._policy_batch(rollout_data, sub_sampling_factor=1) if self.critic_policy_coef > 0 else None
+            # (with critic_policy_coef, on the policy's objective too: the whole rollout, in the critic's order; the
+            # policy batch is already that without sub_sampling_factor)
+            policy_batch = None
+            if self.critic_policy_coef > 0:
+                policy_batch = (
+                    batch if self.sub_sampling_factor == 1 else self._policy_batch(rollout_data, sub_sampling_factor=1)
+                )
             value_losses = self._update_critic(
                 rollout_data,
                 set(actor_params) - set(shared),
