@@ -366,6 +366,11 @@ class TRPOPlus(OnPolicyAlgorithm):
         objective``, as PPO's combined loss trains its shared CNN, the actor's own layers left to the trust-region
         step. Its change of the extractor stays within the critic's part of the trust region (``critic_kl_fraction``,
         halved as without it). ``0`` (default): the critic trains the extractor on the value loss alone.
+    :param critic_policy_clip_range: with ``critic_policy_coef > 0``, clip that objective as PPO clips its surrogate
+        (https://arxiv.org/abs/1707.06347): ``mean(min(ratio * advantage, clip(ratio, 1 - critic_policy_clip_range,
+        1 + critic_policy_clip_range) * advantage))``, so that a sample stops pushing the extractor once its ratio has
+        moved past the clip range in the advantage's direction, while a move the other way (the value loss's drift
+        included) is still pulled back. ``None`` (default): the objective unclipped.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -421,6 +426,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         actor_trains_features: bool = True,
         actor_refit_steps: int = 0,
         critic_policy_coef: float = 0.0,
+        critic_policy_clip_range: float | None = None,
         _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
@@ -448,6 +454,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             actor_trains_features=actor_trains_features,
             actor_refit_steps=actor_refit_steps,
             critic_policy_coef=critic_policy_coef,
+            critic_policy_clip_range=critic_policy_clip_range,
         )
         super().__init__(
             policy,
@@ -516,6 +523,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.actor_trains_features = bool(actor_trains_features)
         self.actor_refit_steps = int(actor_refit_steps)
         self.critic_policy_coef = float(critic_policy_coef)
+        self.critic_policy_clip_range = None if critic_policy_clip_range is None else float(critic_policy_clip_range)
         # Entropy bonus: `ent_coef` keeps what the user gave (float or schedule), like `learning_rate`
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
@@ -717,13 +725,22 @@ class TRPOPlus(OnPolicyAlgorithm):
             return -log_prob.mean()
         return entropy.mean()
 
-    def _objective(self, distribution: Distribution, batch: _PolicyBatch, ent_coef: float) -> tuple[th.Tensor, th.Tensor]:
-        """The objective ``L = mean(ratio * advantage) + ent_coef * mean(entropy)`` and the mean entropy."""
+    def _objective(
+        self, distribution: Distribution, batch: _PolicyBatch, ent_coef: float, clip_range: float | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """
+        The objective ``L = mean(ratio * advantage) + ent_coef * mean(entropy)`` and the mean entropy; with
+        ``clip_range``, PPO's clipped surrogate ``mean(min(ratio * advantage, clip(ratio, 1 - clip_range, 1 +
+        clip_range) * advantage))`` in place of ``mean(ratio * advantage)``.
+        """
         log_prob = distribution.log_prob(batch.actions)
         # ratio between old and new policy, should be one at the first iteration
         ratio = th.exp(log_prob - batch.old_log_prob)
+        surrogate = batch.advantages * ratio
+        if clip_range is not None:
+            surrogate = th.min(surrogate, batch.advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range))
         entropy = self._entropy(distribution, log_prob)
-        return (batch.advantages * ratio).mean() + ent_coef * entropy, entropy
+        return surrogate.mean() + ent_coef * entropy, entropy
 
     def _distribution(self, batch: _PolicyBatch) -> Distribution:
         """
@@ -939,7 +956,8 @@ class TRPOPlus(OnPolicyAlgorithm):
             unless it is among ``actor_params``)
         :param policy_batch: with ``train_features``, the whole rollout as a policy batch, in the rollout's order: the
             minibatch loss is then ``value_loss - critic_policy_coef * objective``, the policy's objective (with
-            ``ent_coef``) computed on the same minibatch's features (``critic_policy_coef > 0``)
+            ``ent_coef``, clipped with ``critic_policy_clip_range``) computed on the same minibatch's features
+            (``critic_policy_coef > 0``)
         :param ent_coef: the entropy coefficient of that objective (this update's)
         """
         returns = rollout_data.returns
@@ -961,7 +979,12 @@ class TRPOPlus(OnPolicyAlgorithm):
                     minibatch_features = self.policy.extract_features(minibatch.obs)  # type: ignore[call-arg]
                     values = self.policy.value_net(self.policy.mlp_extractor.forward_critic(minibatch_features))  # type: ignore[union-attr, operator]
                     value_loss = F.mse_loss(returns[index], values.flatten())
-                    objective, _ = self._objective(self._head_distribution(minibatch_features), minibatch, ent_coef)  # type: ignore[arg-type]
+                    objective, _ = self._objective(
+                        self._head_distribution(minibatch_features),  # type: ignore[arg-type]
+                        minibatch,
+                        ent_coef,
+                        self.critic_policy_clip_range,
+                    )
                     loss = value_loss - self.critic_policy_coef * objective
                 if not th.isfinite(loss):
                     continue  # never let a non-finite loss reach the weights
@@ -1408,6 +1431,7 @@ def _check_arguments(
     actor_trains_features: bool,
     actor_refit_steps: int,
     critic_policy_coef: float,
+    critic_policy_clip_range: float | None,
 ) -> None:
     """Raise a ``ValueError`` naming the first argument outside its allowed range."""
     _check_rollout_arguments(n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda, learning_rate=learning_rate)
@@ -1452,3 +1476,13 @@ def _check_arguments(
             f"critic_policy_coef > 0 ({critic_policy_coef}) needs critic_kl_fraction > 0: only then does the critic "
             "train the shared features extractor"
         )
+    if critic_policy_clip_range is not None:
+        if not (_is_finite_real(critic_policy_clip_range) and critic_policy_clip_range > 0):
+            raise ValueError(
+                f"critic_policy_clip_range must be None or a finite number > 0, got {critic_policy_clip_range!r}"
+            )
+        if critic_policy_coef == 0:
+            raise ValueError(
+                f"critic_policy_clip_range ({critic_policy_clip_range}) needs critic_policy_coef > 0: it clips the "
+                "policy's objective in the critic's loss, which is only there with critic_policy_coef > 0"
+            )

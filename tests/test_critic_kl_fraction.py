@@ -297,3 +297,50 @@ def test_critic_policy_coef_must_be_finite_and_non_negative(value):
 def test_critic_policy_coef_needs_critic_kl_fraction():
     with pytest.raises(ValueError, match=r"critic_policy_coef > 0 \(0.5\) needs critic_kl_fraction > 0"):
         shared_model(0.0, critic_policy_coef=0.5)
+
+
+def test_critic_policy_clip_range_is_ppo_clipped_surrogate():
+    # Exact small case: four samples of a 2-action softmax policy, ratios 1.5, 0.5, 1.5, 0.5 against advantages
+    # +1, +1, -1, -1. With clip 0.2 the surrogate is min(r * A, clip(r, 0.8, 1.2) * A): 1.2, 0.5, -1.5, -0.8.
+    model = shared_model(0.5, critic_policy_coef=1.0, critic_policy_clip_range=0.2)
+    probs = th.tensor([[0.6, 0.4], [0.2, 0.8], [0.6, 0.4], [0.2, 0.8]])
+    logits = probs.log().requires_grad_()
+    distribution = model.policy.action_dist.proba_distribution(logits)
+    actions = th.zeros(4, dtype=th.long)
+    old_log_prob = th.log(th.tensor([0.4, 0.4, 0.4, 0.4]))
+    batch = trpo_plus_module._PolicyBatch(th.zeros(4, 4), actions, old_log_prob, th.tensor([1.0, 1.0, -1.0, -1.0]))
+    objective, _ = model._objective(distribution, batch, ent_coef=0.0, clip_range=0.2)
+    assert objective.item() == pytest.approx((1.2 + 0.5 - 1.5 - 0.8) / 4, abs=1e-6)
+    unclipped, _ = model._objective(distribution, batch, ent_coef=0.0)
+    assert unclipped.item() == pytest.approx((1.5 + 0.5 - 1.5 - 0.5) / 4, abs=1e-6)
+    # Past the clip range in the advantage's direction a sample no longer pushes (samples 0 and 3); a move the other
+    # way is still pulled back (samples 1 and 2)
+    (gradient,) = th.autograd.grad(objective, logits)
+    pushing = gradient.abs().sum(dim=1)
+    assert pushing[0] == 0 and pushing[3] == 0
+    assert pushing[1] > 0 and pushing[2] > 0
+
+
+def test_critic_policy_clip_range_limits_the_critic_push(monkeypatch):
+    # The value loss made zero: only the policy's objective moves the extractor. Clipped at a tiny range, a sample
+    # stops pushing as soon as its ratio has moved, so the critic moves the policy far less than unclipped
+    monkeypatch.setattr(trpo_plus_module.F, "mse_loss", lambda prediction, target: (prediction - target).sum() * 0.0)
+    kls = {}
+    for clip_range in (None, 1e-4):
+        model = shared_model(0.5, learning_rate=1e-2, critic_policy_coef=1.0, critic_policy_clip_range=clip_range)
+        model.learn(256)
+        kls[clip_range] = model.logger.name_to_value["train/critic_kl"]
+    assert kls[None] > 0
+    assert kls[1e-4] < 0.1 * kls[None], kls
+
+
+@pytest.mark.parametrize("value", [0.0, -0.1, float("nan"), float("inf"), "0.2"])
+def test_critic_policy_clip_range_must_be_none_or_positive(value):
+    with pytest.raises(ValueError, match=r"critic_policy_clip_range must be None or a finite number > 0"):
+        shared_model(0.5, critic_policy_coef=1.0, critic_policy_clip_range=value)
+
+
+def test_critic_policy_clip_range_needs_critic_policy_coef():
+    with pytest.raises(ValueError, match=r"critic_policy_clip_range \(0.2\) needs critic_policy_coef > 0"):
+        shared_model(0.5, critic_policy_clip_range=0.2)
+    assert shared_model(0.5, critic_policy_coef=1.0, critic_policy_clip_range=0.2).critic_policy_clip_range == 0.2

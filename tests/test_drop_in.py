@@ -64,6 +64,7 @@ def test_signature_extends_sb3_contrib():
         actor_trains_features=True,
         actor_refit_steps=0,
         critic_policy_coef=0.0,
+        critic_policy_clip_range=None,
     )
 
 
