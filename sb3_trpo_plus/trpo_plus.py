@@ -1478,9 +1478,7 @@ def _check_arguments(
         )
     if critic_policy_clip_range is not None:
         if not (_is_finite_real(critic_policy_clip_range) and critic_policy_clip_range > 0):
-            raise ValueError(
-                f"critic_policy_clip_range must be None or a finite number > 0, got {critic_policy_clip_range!r}"
-            )
+            raise ValueError(f"critic_policy_clip_range must be None or a finite number > 0, got {critic_policy_clip_range!r}")
         if critic_policy_coef == 0:
             raise ValueError(
                 f"critic_policy_clip_range ({critic_policy_clip_range}) needs critic_policy_coef > 0: it clips the "
