@@ -45,7 +45,9 @@
 # run again here, seeds 100 and 102 on lane 1, 101 and 103 on lane 2), then AA (AA500/decision_rule.md, registered
 # 2026-11-26 04:05 UTC; stopped at 200k, its rule's addendum says why: its lanes are now AB's), then AB
 # (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC) the same way, then X and Z (X500/decision_rule.md: their
-# lent-machine runs stopped at about 250k, so they run again here) the same way.
+# lent-machine runs stopped at about 250k, so they run again here) the same way; AE (AC500/decision_rule.md, registered
+# 2026-11-26 06:40 UTC, selected by its screen on the lent machine) goes before Z, seeds 100 and 102 on lane 1, 101 and
+# 103 on lane 2.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
@@ -110,6 +112,12 @@ Z_PARAMS=("${X_PARAMS[@]}" n_critic_updates:3)
 AA_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:1.0)
 # Candidate AB (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC): AA with the weight 0.03
 AB_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:0.03)
+# Candidates AC, AD and AE (AC500/decision_rule.md, registered 2026-11-26 06:40 UTC): T with the policy's objective in
+# the critic's loss clipped as PPO clips it (AC), with PPO's four epochs at 2.5e-4 (AD), and the critic's share of the
+# trust region raised to 0.75 (AE). Screened at 200k-230k on the lent machine; AE runs to 500k here
+AC_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:2.0 critic_policy_clip_range:0.1)
+AD_PARAMS=("${AC_PARAMS[@]}" n_critic_updates:4 learning_rate:2.5e-4)
+AE_PARAMS=("${AD_PARAMS[@]/critic_kl_fraction:0.5/critic_kl_fraction:0.75}")
 # The entry D itself, on tuning seeds (the flags of its runs on seeds 100 and 101: the entry's own values)
 D_PARAMS=(n_steps:256 ent_coef_decay:0.999)
 
@@ -220,6 +228,7 @@ lane1() {
         && breakout_tuning Y500 100 "${Y_PARAMS[@]}" && breakout_tuning Y500 102 "${Y_PARAMS[@]}" \
         && breakout_tuning AB500 100 "${AB_PARAMS[@]}" && breakout_tuning AB500 102 "${AB_PARAMS[@]}" \
         && breakout_tuning X500 100 "${X_PARAMS[@]}" && breakout_tuning X500 102 "${X_PARAMS[@]}" \
+        && breakout_tuning AE500 100 "${AE_PARAMS[@]}" && breakout_tuning AE500 102 "${AE_PARAMS[@]}" \
         && breakout_tuning Z500 100 "${Z_PARAMS[@]}" && breakout_tuning Z500 102 "${Z_PARAMS[@]}"
 }
 lane2() {
@@ -236,6 +245,7 @@ lane2() {
         && breakout_tuning Y500 101 "${Y_PARAMS[@]}" && breakout_tuning Y500 103 "${Y_PARAMS[@]}" \
         && breakout_tuning AB500 101 "${AB_PARAMS[@]}" && breakout_tuning AB500 103 "${AB_PARAMS[@]}" \
         && breakout_tuning X500 101 "${X_PARAMS[@]}" && breakout_tuning X500 103 "${X_PARAMS[@]}" \
+        && breakout_tuning AE500 101 "${AE_PARAMS[@]}" && breakout_tuning AE500 103 "${AE_PARAMS[@]}" \
         && breakout_tuning Z500 101 "${Z_PARAMS[@]}" && breakout_tuning Z500 103 "${Z_PARAMS[@]}"
 }
 
