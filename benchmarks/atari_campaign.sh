@@ -46,7 +46,7 @@
 # 2026-11-26 04:05 UTC; stopped at 200k, its rule's addendum says why: its lanes are now AB's), then AB
 # (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC) the same way, then X and Z (X500/decision_rule.md: their
 # lent-machine runs stopped at about 250k, so they run again here) the same way; AE (AC500/decision_rule.md, registered
-# 2026-11-26 06:40 UTC, selected by its screen on the lent machine) goes before Z, seeds 100 and 102 on lane 1, 101 and
+# 2026-11-26 06:13 UTC, selected by its screen on the lent machine) goes before Z, seeds 100 and 102 on lane 1, 101 and
 # 103 on lane 2.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
@@ -112,7 +112,7 @@ Z_PARAMS=("${X_PARAMS[@]}" n_critic_updates:3)
 AA_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:1.0)
 # Candidate AB (AB500/decision_rule.md, registered 2026-11-26 04:38 UTC): AA with the weight 0.03
 AB_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:0.03)
-# Candidates AC, AD and AE (AC500/decision_rule.md, registered 2026-11-26 06:40 UTC): T with the policy's objective in
+# Candidates AC, AD and AE (AC500/decision_rule.md, registered 2026-11-26 06:13 UTC): T with the policy's objective in
 # the critic's loss clipped as PPO clips it (AC), with PPO's four epochs at 2.5e-4 (AD), and the critic's share of the
 # trust region raised to 0.75 (AE). Screened at 200k-230k on the lent machine; AE runs to 500k here
 AC_PARAMS=("${T_PARAMS[@]}" critic_policy_coef:2.0 critic_policy_clip_range:0.1)
