@@ -426,9 +426,13 @@ def limits_text(env: dict[str, Any]) -> str:
                 "throughput.limits.phases",
                 **phases,
                 fvp_ms=phases["fvp_mean"] * 1000,
-                sub=sub,
-                sub_batch=batch // sub,
+                fisher_frames=f"all {batch} frames" if sub == 1 else f"every {sub}th sample, {batch // sub} frames",
                 batch=batch,
+                critic_trains_cnn=fill(
+                    "throughput.limits.critic_trains_cnn", critic_updates=plus["hyperparams"].get("n_critic_updates")
+                )
+                if float(plus["hyperparams"].get("critic_kl_fraction", "0")) > 0
+                else "",
             )
         )
         if trpo and "phases" in trpo:
