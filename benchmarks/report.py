@@ -70,6 +70,8 @@ MINATAR_ALGOS = ("trpo_plus", "ppo")
 BREAKOUT_ALGOS = ("trpo_plus", "ppo")
 BREAKOUT_BUDGET = 1_000_000
 BREAKOUT_MIN_SEEDS = 3
+#: Evaluations a run's late score averages (the final one and those before it), for the check beside the verdict
+BREAKOUT_LATE_EVALUATIONS = 3
 COLORS = {"trpo_plus": "tab:blue", "trpo": "tab:orange", "ppo": "tab:green"}
 VARIANT_COLORS = ("tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink")
 FVP_LABELS = {
@@ -745,6 +747,28 @@ def breakout_row(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _late_score(record: dict[str, Any]) -> float:
+    """A run's mean over its last ``BREAKOUT_LATE_EVALUATIONS`` evaluations (the final one included)."""
+    return float(np.mean(record["curve"]["mean"][-BREAKOUT_LATE_EVALUATIONS:]))
+
+
+def _breakout_late_check(by_algo: dict[str, list[dict[str, Any]]]) -> str:
+    """
+    The verdict's comparison on a less noisy score, which does not replace it: each run's mean over its last
+    evaluations instead of its final one (an evaluation is a few episodes).
+    """
+    estimates = interval_estimates({algo: np.array([_late_score(r) for r in runs]) for algo, runs in by_algo.items()})
+    plus, reference = (estimates[algo]["iqm"] for algo in BREAKOUT_ALGOS)
+    return fill(
+        "breakout.comparison.late",
+        n_evaluations=BREAKOUT_LATE_EVALUATIONS,
+        plus=plus,
+        reference=reference,
+        ratio=plus.point / reference.point if reference.point else float("nan"),
+        overlap=OVERLAP[bool(plus.low <= reference.high and reference.low <= plus.high)],
+    )
+
+
 def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_dir: Path) -> str:
     """
     TRPOPlus's ``atari`` entry against PPO's over seeds: the runs of each entry as it is in this commit, at the full
@@ -795,6 +819,7 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
             ratio=plus_iqm.point / reference_iqm.point if reference_iqm.point else float("nan"),
             overlap=OVERLAP[bool(plus_iqm.low <= reference_iqm.high and reference_iqm.low <= plus_iqm.high)],
         )
+        verdict = paragraphs(verdict, _breakout_late_check(by_algo))
     else:
         verdict = fill("breakout.comparison.not_yet", n_seeds=len(paired), min_seeds=BREAKOUT_MIN_SEEDS)
     waiting = fill_each(

@@ -410,6 +410,9 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "| TRPOPlus | 3 | 0: 20.0, 1: 21.0, 2: 22.0 | 21.0 [" in text
     assert "Goal TRPOPlus IQM >= PPO IQM: **met** (TRPOPlus 21.0, PPO 11.0: 1.91x; the intervals do not overlap)" in text
     assert "(not in the table above): PPO seed 3 (80.0)." in text
+    # beside the verdict, the same comparison on each run's mean over its last evaluations (here 0 and the final one)
+    assert "last 3 evaluations (the final one included; the curves below), IQM over the same seeds: TRPOPlus 10.5" in text
+    assert "PPO 5.5 [5.0, 6.0]: 1.91x; the intervals do not overlap." in text
     worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
     assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
 
