@@ -49,8 +49,8 @@
 # 2026-11-26 06:13 UTC, selected by its screen on the lent machine) goes before Z, seeds 100 and 102 on lane 1, 101 and
 # 103 on lane 2. AE qualified and became the atari entry (2026-11-26 07:30 UTC); D's reported runs moved to
 # benchmarks/results/breakout_variants/D/, so the lanes' TRPOPlus runs above (seeds 0-4, 1M steps) run the new entry:
-# seeds 0 and 2 finished on 2026-11-26; 1, 3 and 4 are next. Z was stopped at 250k and left out of the lanes: its rule
-# judged it against D, which is no longer the entry.
+# seeds 0-4 all finished on 2026-11-26 (1 and 3 resumed from checkpoints carried at 250k). Z was stopped at 250k and
+# left out of the lanes: its rule judged it against D, which is no longer the entry.
 # When a run finishes, commit its result: git add benchmarks/results/breakout benchmarks/results/learning
 # and regenerate the report: python -m benchmarks.report
 set -u
