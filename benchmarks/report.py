@@ -759,8 +759,10 @@ def _breakout_late_check(by_algo: dict[str, list[dict[str, Any]]]) -> str:
     """
     estimates = interval_estimates({algo: np.array([_late_score(r) for r in runs]) for algo, runs in by_algo.items()})
     plus, reference = (estimates[algo]["iqm"] for algo in BREAKOUT_ALGOS)
+    episodes = sorted({r["evaluation"]["episodes"] for runs in by_algo.values() for r in runs if "evaluation" in r})
     return fill(
         "breakout.comparison.late",
+        episodes=" or ".join(map(str, episodes)) or "a few",
         n_evaluations=BREAKOUT_LATE_EVALUATIONS,
         plus=plus,
         reference=reference,

@@ -385,7 +385,10 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     entries = {algo: load_hyperparams(algo, "BreakoutNoFrameskip-v4")[0] for algo in report.BREAKOUT_ALGOS}
 
     def run(algo, seed, score, **changes):
-        curve = {"timesteps": [0, report.BREAKOUT_BUDGET], "mean": [0.0, score]}
+        # the periodic evaluations, then the final one: the last 3 average to score - 2
+        budget = report.BREAKOUT_BUDGET
+        curve = {"timesteps": [0, budget - 200_000, budget - 100_000, budget, budget + 448]}
+        curve["mean"] = [0.0, 100.0, score - 6.0, score, score]
         hyperparams = {**entries[algo], **changes}
         return {
             "algo": algo,
@@ -395,6 +398,7 @@ def test_breakout_comparison(tmp_path, monkeypatch):
             "hyperparams": hyperparams,
             "final": {"mean": score},
             "curve": curve,
+            "evaluation": {"episodes": 5},
         }
 
     records = [run("ppo", seed, 10.0 + seed) for seed in range(3)] + [run("trpo_plus", 0, 20.0), run("trpo_plus", 1, 21.0)]
@@ -410,9 +414,9 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "| TRPOPlus | 3 | 0: 20.0, 1: 21.0, 2: 22.0 | 21.0 [" in text
     assert "Goal TRPOPlus IQM >= PPO IQM: **met** (TRPOPlus 21.0, PPO 11.0: 1.91x; the intervals do not overlap)" in text
     assert "(not in the table above): PPO seed 3 (80.0)." in text
-    # beside the verdict, the same comparison on each run's mean over its last evaluations (here 0 and the final one)
-    assert "last 3 evaluations (the final one included; the curves below), IQM over the same seeds: TRPOPlus 10.5" in text
-    assert "PPO 5.5 [5.0, 6.0]: 1.91x; the intervals do not overlap." in text
+    # beside the verdict, the same comparison on each run's mean over its last 3 evaluations (score - 2 here)
+    assert "(an evaluation is 5 episodes, `--eval-episodes`): each run's mean over its last 3 evaluations" in text
+    assert "IQM over the same seeds: TRPOPlus 19.0 [18.0, 20.0], PPO 9.0 [8.0, 10.0]: 2.11x; the intervals do not" in text
     worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
     assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
 
