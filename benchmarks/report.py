@@ -143,6 +143,13 @@ class Interval(NamedTuple):
     def __format__(self, spec: str) -> str:
         return f"{self.point:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
 
+    def overlaps(self, other: "Interval") -> bool:
+        return bool(self.low <= other.high and other.low <= self.high)
+
+    def ratio_to(self, other: "Interval") -> float:
+        """The ratio of the point estimates (NaN against 0)."""
+        return self.point / other.point if other.point else float("nan")
+
 
 @dataclass(frozen=True)
 class Shown:
@@ -627,14 +634,13 @@ def learning_verdicts(
             verdicts.append(fill("learning.verdict.not_run", missing=ALGO_LABELS[missing[0]], **fields))
         elif {"trpo_plus", baseline} <= complete:
             plus, base = estimates["trpo_plus"]["iqm"], estimates[baseline]["iqm"]
-            overlap = plus.low <= base.high and base.low <= plus.high
             verdicts.append(
                 fill(
                     "learning.verdict",
                     verdict=VERDICT[bool(plus.point >= base.point)],
                     plus=plus.point,
                     base=base.point,
-                    overlap=OVERLAP[bool(overlap)],
+                    overlap=OVERLAP[plus.overlaps(base)],
                     **fields,
                 )
             )
@@ -766,8 +772,8 @@ def _breakout_late_check(by_algo: dict[str, list[dict[str, Any]]]) -> str:
         n_evaluations=BREAKOUT_LATE_EVALUATIONS,
         plus=plus,
         reference=reference,
-        ratio=plus.point / reference.point if reference.point else float("nan"),
-        overlap=OVERLAP[bool(plus.low <= reference.high and reference.low <= plus.high)],
+        ratio=plus.ratio_to(reference),
+        overlap=OVERLAP[plus.overlaps(reference)],
     )
 
 
@@ -818,8 +824,8 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
             verdict=VERDICT[bool(plus_iqm.point >= reference_iqm.point)],
             plus=plus_iqm.point,
             reference=reference_iqm.point,
-            ratio=plus_iqm.point / reference_iqm.point if reference_iqm.point else float("nan"),
-            overlap=OVERLAP[bool(plus_iqm.low <= reference_iqm.high and reference_iqm.low <= plus_iqm.high)],
+            ratio=plus_iqm.ratio_to(reference_iqm),
+            overlap=OVERLAP[plus_iqm.overlaps(reference_iqm)],
         )
         verdict = paragraphs(verdict, _breakout_late_check(by_algo))
     else:
