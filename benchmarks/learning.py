@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks._common import (
     ALGO_LABELS,
@@ -196,10 +197,17 @@ def train_run(
     checkpoint_freq: int = 0,
     tensorboard: bool = False,
     log_args: argparse.Namespace | None = None,
+    final_episodes: int | None = None,
+    diagnostics_every: int = 0,
 ) -> dict[str, Any]:
     """
     Train ``algo`` on ``env_id`` for ``n_timesteps`` (continuing from the latest checkpoint in ``run_dir`` if
     any), evaluating every ``eval_freq`` steps and at the end; return the run's record (curve, final evaluation).
+
+    :param final_episodes: episodes of the evaluation at the end of training (default: ``eval_episodes``); when it
+        differs, the final evaluation is always run and replaces a periodic one made at the same step
+    :param diagnostics_every: when positive, the record's ``diagnostics`` holds every ``train/*`` value the
+        algorithm logged, averaged over bins of this many steps (:class:`DiagnosticsCallback`)
     """
     from stable_baselines3.common.utils import set_random_seed
     from stable_baselines3.common.vec_env import unwrap_vec_normalize
@@ -254,6 +262,11 @@ def train_run(
     CurveCallback, ResumableCheckpoint = _curve_callback_class()
     curve_callback = CurveCallback(eval_env, eval_freq, eval_episodes, exp.deterministic_eval, curve, curve_path)
     callbacks = [*exp.callbacks, curve_callback]
+    diagnostics_path = run_dir / "diagnostics.json"
+    if diagnostics_every > 0:
+        rows = json.loads(diagnostics_path.read_text()) if diagnostics_path.is_file() and resumed_from else []
+        diagnostics_callback = DiagnosticsCallback(diagnostics_path, [r for r in rows if r["timesteps"] <= (resumed_from or 0)])
+        callbacks.append(diagnostics_callback)
     if checkpoint_freq > 0:
         save_freq = max(checkpoint_freq // exp.n_envs, 1)
         callbacks.append(
@@ -264,8 +277,14 @@ def train_run(
     if remaining > 0:
         model.learn(remaining, callback=callbacks, reset_num_timesteps=resumed_from is None, tb_log_name=algo)
     wall = time.perf_counter() - start
-    # Final evaluation at the end of training (unless the last periodic one was there)
-    if not curve["timesteps"] or curve["timesteps"][-1] != model.num_timesteps:
+    # Final evaluation at the end of training (unless the last periodic one was there, with as many episodes)
+    if final_episodes is not None and final_episodes != eval_episodes:
+        if curve["timesteps"] and curve["timesteps"][-1] == model.num_timesteps:
+            for key in ("timesteps", "mean", "std", "returns", "lengths", "train_ep_rew_mean"):
+                curve[key].pop()
+        curve_callback.n_episodes = final_episodes
+        curve_callback.evaluate()
+    elif not curve["timesteps"] or curve["timesteps"][-1] != model.num_timesteps:
         curve_callback.evaluate()
     model.save(run_dir / "final_model.zip")
     if exp.normalize:
@@ -289,6 +308,7 @@ def train_run(
             "n_envs": n_eval_envs,
             "seed": seed + EVAL_SEED_OFFSET,
             "deterministic": bool(exp.deterministic_eval),
+            "final_episodes": final_episodes if final_episodes is not None else eval_episodes,
         },
         "curve": curve,
         "final": {
@@ -305,7 +325,74 @@ def train_run(
     }
     if algo == "trpo_plus" and getattr(model, "last_update", None) is not None:
         record["last_update"] = to_jsonable(vars(model.last_update))
+    if diagnostics_every > 0:
+        diagnostics_callback.save()
+        record["diagnostics"] = bin_diagnostics(diagnostics_callback.rows, diagnostics_every)
     return record
+
+
+# --- diagnostics -----------------------------------------------------------------------------------------------
+
+
+class DiagnosticsCallback(BaseCallback):
+    """
+    Keeps every ``train/*`` value the algorithm logged after each update (read from the logger when the next
+    rollout starts, and at the end of training), one row per update, saved to ``path`` every 10 updates so that a
+    resumed run keeps the rows up to its checkpoint.
+    """
+
+    def __init__(self, path: Path, rows: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.path, self.rows, self._seen = path, rows, None
+
+    def _read(self) -> None:
+        values = {
+            key: float(value)
+            for key, value in self.logger.name_to_value.items()
+            if key.startswith("train/") and isinstance(value, (int, float, np.floating, np.integer))
+        }
+        n_updates = values.get("train/n_updates", getattr(self.model, "_n_updates", None))
+        if values and n_updates != self._seen:
+            self._seen = n_updates
+            self.rows.append({"timesteps": int(self.num_timesteps), **values})
+            if len(self.rows) % 10 == 0:
+                self.save()
+
+    def save(self) -> None:
+        write_json(self.path, self.rows)
+
+    def _on_rollout_start(self) -> None:
+        self._read()
+
+    def _on_training_end(self) -> None:
+        self._read()
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def bin_diagnostics(rows: list[dict[str, Any]], every: int) -> dict[str, Any]:
+    """
+    Per-update rows averaged over bins of ``every`` steps: ``{"bin_end": [...], "n_updates": [...], key: [...]}``,
+    a bin's value the mean of its finite values (``None`` when it has none), plus ``key + ":non_finite"``, the
+    share of NaN values (a failed line search logs its KL as NaN), for keys that had any.
+    """
+    keys = sorted({key for row in rows for key in row if key != "timesteps"})
+    bins: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        bins.setdefault(-(-row["timesteps"] // every) * every, []).append(row)
+    out: dict[str, Any] = {"every": every, "bin_end": sorted(bins), "n_updates": [len(bins[b]) for b in sorted(bins)]}
+    for key in keys:
+        means, non_finite = [], []
+        for end in sorted(bins):
+            values = np.array([row[key] for row in bins[end] if key in row], dtype=float)
+            finite = values[np.isfinite(values)]
+            means.append(float(finite.mean()) if finite.size else None)
+            non_finite.append(float(1 - finite.size / values.size) if values.size else 0.0)
+        out[key] = means
+        if any(non_finite):
+            out[key + ":non_finite"] = non_finite
+    return out
 
 
 # --- the sweep -------------------------------------------------------------------------------------------------
