@@ -205,6 +205,7 @@ def make_experiment(
     device: str = "auto",
     tensorboard_log: str = "",
     args: argparse.Namespace | None = None,
+    vec_env_type: str = "dummy",
 ) -> Any:
     """
     An rl_zoo3 ``ExperimentManager`` that takes ``hyperparams`` (one YAML entry) as its configuration.
@@ -233,6 +234,7 @@ def make_experiment(
         seed=seed,
         verbose=0,
         device=device,
+        vec_env_type=vec_env_type,
     )
 
 

@@ -199,6 +199,7 @@ def train_run(
     log_args: argparse.Namespace | None = None,
     final_episodes: int | None = None,
     diagnostics_every: int = 0,
+    vec_env_type: str = "dummy",
 ) -> dict[str, Any]:
     """
     Train ``algo`` on ``env_id`` for ``n_timesteps`` (continuing from the latest checkpoint in ``run_dir`` if
@@ -206,6 +207,7 @@ def train_run(
 
     :param final_episodes: episodes of the evaluation at the end of training (default: ``eval_episodes``); when it
         differs, the final evaluation is always run and replaces a periodic one made at the same step
+    :param vec_env_type: ``dummy`` (the environments in this process) or ``subproc`` (one process each)
     :param diagnostics_every: when positive, the record's ``diagnostics`` holds every ``train/*`` value the
         algorithm logged, averaged over bins of this many steps (:class:`DiagnosticsCallback`)
     """
@@ -233,6 +235,7 @@ def train_run(
         tensorboard_log=str(run_dir / "tensorboard") if tensorboard else "",
         args=log_args,
         load_path=checkpoint[0] if checkpoint is not None else None,
+        vec_env_type=vec_env_type,
     )
     saved_hyperparams = exp.saved_hyperparams
     resumed_from = None
