@@ -36,6 +36,9 @@ class UpdateDiagnostics:
         whole (see :attr:`skipped`), ``"non_finite_input"`` (the rollout held NaN or inf), ``"invalid_target_kl"``,
         ``"invalid_cg_damping"``, ``"invalid_ent_coef"``, ``"invalid_learning_rate"`` (an unusable value reached the
         update)
+    :param update_kl: ``KL(rollout's policy || policy after the update)`` on the batch: how far the whole update moved
+        the policy. The accepted step's ``kl`` on success; on failure, what the update kept without a step: 0, or with
+        ``critic_kl_fraction > 0`` the critic's kept change of the shared features extractor (``train/critic_kl``)
     """
 
     n_updates: int
@@ -50,6 +53,7 @@ class UpdateDiagnostics:
     target_kl: float
     cg_damping: float
     failure_reason: str | None = None
+    update_kl: float = math.nan
 
     @property
     def skipped(self) -> bool:
@@ -92,7 +96,7 @@ class UpdateSettings:
     ) -> UpdateDiagnostics:
         """
         The diagnostics of the update: a success when ``failure_reason`` is ``None``, else a failure, whose KL is NaN
-        and whose step and improvement are 0 whatever is passed.
+        and whose step and improvement are 0 whatever is passed (its ``update_kl`` 0: the step moved nothing).
 
         :param failure_reason: see :class:`UpdateDiagnostics`
         :param line_search_iters: candidate steps evaluated
@@ -116,4 +120,5 @@ class UpdateSettings:
             target_kl=self.target_kl,
             cg_damping=self.cg_damping,
             failure_reason=failure_reason,
+            update_kl=kl if success else 0.0,
         )

@@ -1,12 +1,14 @@
 import contextlib
 import copy
+import functools
+import inspect
 import io
 import math
 import pathlib
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeGuard, TypeVar
 
 import numpy as np
@@ -18,6 +20,7 @@ from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.type_aliases import (
     DictRolloutBufferSamples,
     GymEnv,
@@ -28,7 +31,8 @@ from stable_baselines3.common.type_aliases import (
     TensorDict,
 )
 from stable_baselines3.common.utils import FloatSchedule, explained_variance
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 from torch import nn
 from torch.nn import functional as F
 
@@ -51,6 +55,8 @@ LINE_SEARCH_MIN_STEP_FRACTION = 0.05
 CRITIC_KL_HALVINGS = 10
 #: Halvings of a Gauss-Newton step of the actor's re-fit before it is dropped (actor_refit_steps > 0)
 ACTOR_REFIT_HALVINGS = 5
+#: Rollouts in a row holding NaN or inf (their updates skipped) after which training stops with an error
+MAX_NON_FINITE_ROLLOUTS_IN_A_ROW = 10
 
 
 def _index_obs(obs: PyTorchObs, index: slice | th.Tensor) -> PyTorchObs:
@@ -172,44 +178,54 @@ def _all_finite(obs: PyTorchObs) -> bool:
     return all(_is_finite(tensor) for tensor in tensors if tensor.is_floating_point())
 
 
-def _finite_or_zero(obs: PyTorchObs) -> PyTorchObs:
-    """The observations with NaN and inf replaced by 0 (a copy only where there are some)."""
-
-    def cleaned(tensor: th.Tensor) -> th.Tensor:
-        if not tensor.is_floating_point() or _is_finite(tensor):
-            return tensor
-        return th.nan_to_num(tensor, nan=0.0, posinf=0.0, neginf=0.0)
-
-    if isinstance(obs, dict):
-        return {key: cleaned(value) for key, value in obs.items()}
-    return cleaned(obs)
-
-
-@contextlib.contextmanager
-def _acting_on_finite_observations(policy: BasePolicy) -> Iterator[None]:
+class _FiniteObservations(VecEnvWrapper):
     """
-    While the context lasts, ``policy(obs)`` (how SB3's rollout picks actions) sees NaN and inf observations as 0.
+    The environment as the rollout's policy sees it: NaN and inf in its observations replaced by 0, and
+    ``met_non_finite`` set when there were some.
 
     A NaN observation would otherwise stop the rollout inside the action distribution (its logits or mean are NaN),
-    while an inf one often goes through (``tanh(inf)`` is finite): with this, both are collected the same way, the
-    raw observation is what the rollout buffer keeps, and ``train`` skips the update on the non-finite rollout.
+    while an inf one often goes through (``tanh(inf)`` is finite): with this, both are collected the same way, and
+    ``train`` skips the update on the rollout that met them. The policy is left as it is (a callback may copy or pickle
+    it during the rollout).
 
-    :param policy: the policy collecting the rollout
+    :param venv: the environment collecting the rollout
     """
-    original_forward = policy.forward
-    patched_already = "forward" in policy.__dict__  # (a forward set on the instance is put back as it was)
 
-    def forward(obs: PyTorchObs, *args: Any, **kwargs: Any) -> Any:
-        return original_forward(_finite_or_zero(obs), *args, **kwargs)
+    def __init__(self, venv: VecEnv):
+        super().__init__(venv)
+        self.met_non_finite = False
 
-    policy.forward = forward  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        if patched_already:
-            policy.forward = original_forward  # type: ignore[method-assign]
-        else:
-            del policy.forward
+    def finite(self, obs: VecEnvObs) -> VecEnvObs:
+        """The observations, with NaN and inf replaced by 0 (a copy only where there are some)."""
+        arrays: list[np.ndarray] = list(obs.values()) if isinstance(obs, dict) else [obs]  # type: ignore[list-item]
+        if all(_is_finite_array(array) for array in arrays if np.issubdtype(array.dtype, np.floating)):
+            return obs
+        self.met_non_finite = True
+        if isinstance(obs, dict):
+            return {key: np.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0) for key, value in obs.items()}
+        return np.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)  # type: ignore[arg-type]
+
+    def reset(self) -> VecEnvObs:
+        return self.finite(self.venv.reset())
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        return self.finite(obs), rewards, dones, infos
+
+
+def _non_finite_statistics(vec_normalize: VecNormalize | None) -> list[str]:
+    """The running statistics that ``vec_normalize`` normalizes with (observations, returns) holding NaN or inf."""
+    if vec_normalize is None:
+        return []
+    statistics: dict[str, RunningMeanStd] = {}
+    if vec_normalize.norm_obs:
+        obs_rms = vec_normalize.obs_rms
+        statistics = (
+            {f"obs_rms[{key!r}]": rms for key, rms in obs_rms.items()} if isinstance(obs_rms, dict) else {"obs_rms": obs_rms}
+        )
+    if vec_normalize.norm_reward:
+        statistics["ret_rms"] = vec_normalize.ret_rms
+    return [name for name, rms in statistics.items() if not (np.isfinite(rms.mean).all() and np.isfinite(rms.var).all())]
 
 
 @contextlib.contextmanager
@@ -234,6 +250,52 @@ def _non_finite_entries(state: Any, prefix: str = "") -> list[str]:
     if isinstance(state, (list, tuple)):
         return [entry for i, value in enumerate(state) for entry in _non_finite_entries(value, f"{prefix}[{i}]")]
     return []
+
+
+#: Argument names of hand-written TRPO scripts -> what TRPOPlus takes instead (docs/trpo_plus.md, "Names used in
+#: hand-written TRPO scripts")
+RENAMED_ARGUMENTS: dict[str, str] = {
+    "max_kl": "target_kl",
+    "delta": "target_kl",
+    "damping": "cg_damping",
+    "cg_iters": "cg_max_steps",
+    "backtrack_coeff": "line_search_shrinking_factor",
+    "alpha": "line_search_shrinking_factor",
+    "backtrack_iters": "line_search_max_iter",
+    "critic_train_iters": "n_critic_updates",
+    "vf_iters": "n_critic_updates",
+    "critic_lr": "learning_rate (the critic's)",
+    "vf_lr": "learning_rate (the critic's)",
+    "entropy_coef": "ent_coef",
+    "ent_coeff": "ent_coef",
+    "entropy_decay": "ent_coef_decay",
+    "min_entropy_coef": "min_ent_coef",
+    "rollout_steps": "n_steps (per environment: the batch is n_steps * n_envs)",
+    "timesteps_per_batch": "n_steps (per environment: the batch is n_steps * n_envs)",
+    "lam": "gae_lambda",
+    "normalize_rewards": "VecNormalize(env, norm_obs=False, norm_reward=True) around the environment",
+}
+
+
+def _check_renamed_arguments(names: Iterable[str]) -> None:
+    """Raise a ``TypeError`` naming what to use instead of the first argument name of hand-written TRPO scripts."""
+    for name in names:
+        if name in RENAMED_ARGUMENTS:
+            raise TypeError(
+                f"TRPOPlus got an unexpected keyword argument {name!r}: use {RENAMED_ARGUMENTS[name]} instead "
+                '(docs/trpo_plus.md, "Names used in hand-written TRPO scripts")'
+            )
+
+
+def _pointing_to_new_names(init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` raising :func:`_check_renamed_arguments`'s ``TypeError`` (its signature kept, for ``inspect``)."""
+
+    @functools.wraps(init)
+    def checked_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        _check_renamed_arguments(kwargs)
+        init(self, *args, **kwargs)
+
+    return checked_init
 
 
 class _CheckedSetting:
@@ -389,6 +451,7 @@ class TRPOPlus(OnPolicyAlgorithm):
     ent_coef_decay = _CheckedSetting()
     min_ent_coef = _CheckedSetting()
 
+    @_pointing_to_new_names
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
@@ -486,15 +549,8 @@ class TRPOPlus(OnPolicyAlgorithm):
                     f"TRPOPlus does not support the action space {self.action_space} (env): "
                     f"allowed are {', '.join(space.__name__ for space in SUPPORTED_ACTION_SPACES)}"
                 )
+            _check_policy_batch(normalize_advantage, self.n_steps, self.env.num_envs, sub_sampling_factor)
             buffer_size = self.env.num_envs * self.n_steps
-            # Advantage normalization divides by the standard deviation of the (sub-sampled) batch
-            policy_batch_size = -(-buffer_size // sub_sampling_factor)
-            if normalize_advantage and policy_batch_size <= 1:
-                raise ValueError(
-                    "normalize_advantage=True needs a policy batch of at least 2 samples, but "
-                    f"n_steps * n_envs / sub_sampling_factor = {self.n_steps} * {self.env.num_envs} / "
-                    f"{sub_sampling_factor} gives {policy_batch_size}: raise n_steps or set normalize_advantage=False"
-                )
             if buffer_size % batch_size > 0:
                 warnings.warn(
                     f"You have specified a mini-batch size of {batch_size},"
@@ -532,8 +588,11 @@ class TRPOPlus(OnPolicyAlgorithm):
         # `cg_damping`, the entropy settings and the initial values are properties that check what they are given;
         # the initial values are set by `_setup_model`.)
         self._current_ent_coef = float(FloatSchedule(ent_coef)(1.0))
-        # Updates skipped because the rollout held NaN or inf
+        # Updates skipped because the rollout held NaN or inf: in all, and in a row; whether the latest rollout met
+        # non-finite observations (the policy acted on them as 0)
         self._n_non_finite_rollouts = 0
+        self._n_non_finite_rollouts_in_a_row = 0
+        self._rollout_met_non_finite_obs = False
         self.last_update: UpdateDiagnostics | None = None
         self._line_search_window: deque[tuple[bool, float]] = deque(maxlen=stats_window_size)
         self._line_search_warned = False
@@ -577,7 +636,8 @@ class TRPOPlus(OnPolicyAlgorithm):
 
     def _check_loaded_state(self) -> None:
         """
-        Check what SB3's ``load`` wrote straight into ``__dict__`` (past the setters) before anything uses it.
+        Check what SB3's ``load`` wrote straight into ``__dict__`` (past the setters) before anything uses it: every
+        argument of the constructor, as the constructor checks it.
 
         ``load`` builds the model with default arguments, then ``__dict__.update``s the saved data: a checkpoint of
         sb3-contrib TRPO (or of an older TRPOPlus) holds ``target_kl``, ``cg_damping``, ... as plain attributes, which
@@ -590,9 +650,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                 setattr(self, name, self.__dict__.pop(name))
             elif f"_{name}" in self.__dict__:
                 setattr(self, name, self.__dict__[f"_{name}"])
-        _check_rollout_arguments(
-            n_steps=self.n_steps, gamma=self.gamma, gae_lambda=self.gae_lambda, learning_rate=self.learning_rate
-        )
+        self._check_model_arguments()
         if "_initial_target_kl" not in self.__dict__:
             self.initial_target_kl = self.target_kl
         if "_initial_cg_damping" not in self.__dict__:
@@ -653,8 +711,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         Only load files you trust: SB3's format runs pickled code when it is read. The training settings among
         ``kwargs`` (``target_kl``, ``cg_damping``, ``ent_coef``, ``ent_coef_decay``, ``min_ent_coef``, and the initial
         values) are checked before the file is read and set through their setters, after the saved ones, so that the
-        saved initial trust region stays the checkpoint's own.
+        saved initial trust region stays the checkpoint's own. Then every argument of the loaded model, the saved
+        ones and those of ``kwargs``, is checked as the constructor checks it (the same ``ValueError``).
         """
+        _check_renamed_arguments(kwargs)
         settings = {name: kwargs.pop(name) for name in TRAINING_SETTINGS if name in kwargs}
         for name, value in settings.items():
             _check_setting(name, value)
@@ -669,7 +729,17 @@ class TRPOPlus(OnPolicyAlgorithm):
         )
         for name, value in settings.items():
             setattr(model, name, value)
+        model._check_model_arguments()  # (again, with the settings of kwargs)
         return model
+
+    def _check_model_arguments(self) -> None:
+        """Check the model's values of the constructor's arguments as the constructor does (the same ``ValueError``)."""
+        # (SB3 keeps stats_window_size as _stats_window_size; load(path, stats_window_size=...) writes the public name)
+        names = [name for name in inspect.signature(_check_arguments).parameters if name != "stats_window_size"]
+        stats_window_size = self.__dict__.get("stats_window_size", self._stats_window_size)
+        _check_arguments(**{name: getattr(self, name) for name in names}, stats_window_size=stats_window_size)
+        if self.env is not None:
+            _check_policy_batch(self.normalize_advantage, self.n_steps, self.env.num_envs, self.sub_sampling_factor)
 
     def set_parameters(
         self,
@@ -694,9 +764,13 @@ class TRPOPlus(OnPolicyAlgorithm):
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
-        # NaN and inf observations are collected alike (the buffer keeps them; `train` skips the update)
-        with _acting_on_finite_observations(self.policy):
-            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+        # The policy acts on NaN and inf observations as 0; `train` skips the update of a rollout that met some
+        finite_env = _FiniteObservations(env)
+        if self._last_obs is not None:
+            self._last_obs = finite_env.finite(self._last_obs)  # type: ignore[assignment]
+        collected = super().collect_rollouts(finite_env, callback, rollout_buffer, n_rollout_steps)
+        self._rollout_met_non_finite_obs = finite_env.met_non_finite
+        return collected
 
     def _policy_batch(
         self, rollout_data: RolloutBufferSamples | DictRolloutBufferSamples, sub_sampling_factor: int | None = None
@@ -1189,6 +1263,7 @@ class TRPOPlus(OnPolicyAlgorithm):
             self._refuse_update(*refusal, update=self._update_settings(ent_coef))
             return
         self._current_ent_coef = ent_coef
+        self._n_non_finite_rollouts_in_a_row = 0
         # What this update uses of the settings callbacks may change (read once, reported as used)
         update = self._update_settings(ent_coef)
 
@@ -1215,6 +1290,9 @@ class TRPOPlus(OnPolicyAlgorithm):
                     step_params = [param for param in actor_params if param not in shared]
                     batch.actor_features = features
                 diagnostics = self._update_policy(batch, update, step_params, reference=rollout_policy, kl_used=critic_kl)
+                if not diagnostics.line_search_success:
+                    # the step failed, but the critic's kept change of the shared extractor moved the policy
+                    diagnostics = replace(diagnostics, update_kl=critic_kl)
             else:
                 # Actor: one trust-region step
                 diagnostics = self._update_policy(batch, update, actor_params)
@@ -1257,7 +1335,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         non_finite = [
             name
             for name, arrays in parts.items()
-            if any(np.issubdtype(array.dtype, np.floating) and not _is_finite_array(array) for array in arrays)
+            if (name == "observations" and self._rollout_met_non_finite_obs)
+            or any(np.issubdtype(array.dtype, np.floating) and not _is_finite_array(array) for array in arrays)
         ]
         if not non_finite:
             return None
@@ -1275,7 +1354,8 @@ class TRPOPlus(OnPolicyAlgorithm):
 
     def _refuse_update(self, reason: str, message: str, update: UpdateSettings) -> None:
         """
-        Count and report an update that does not run (bad data or an unusable setting); no weight changes.
+        Count and report an update that does not run (bad data or an unusable setting); no weight changes. Stop the run
+        once non-finite data has left it nothing to train on (:meth:`_stop_if_untrainable`).
 
         :param reason: the failure reason of the diagnostics
         :param message: what is wrong, for the warning
@@ -1283,10 +1363,36 @@ class TRPOPlus(OnPolicyAlgorithm):
         """
         if reason == "non_finite_input":
             self._n_non_finite_rollouts += 1
-        warnings.warn(f"TRPOPlus skipped an update: {message}", RuntimeWarning)
+            self._n_non_finite_rollouts_in_a_row += 1
+        warnings.warn(f"TRPOPlus skipped update {update.n_updates}: {message}", RuntimeWarning)
         self._n_updates += 1
         self.last_update = update.record(failure_reason=reason)
         self._log_update(self.last_update, [])
+        if reason == "non_finite_input":
+            self._stop_if_untrainable()
+
+    def _stop_if_untrainable(self) -> None:
+        """
+        Raise a ``RuntimeError`` once non-finite data has left the run nothing to train on: the running statistics of
+        the environment's ``VecNormalize`` hold NaN or inf (everything it normalizes is then non-finite for good), or
+        ``MAX_NON_FINITE_ROLLOUTS_IN_A_ROW`` rollouts in a row held NaN or inf.
+        """
+        statistics = _non_finite_statistics(self.get_vec_normalize_env())
+        if statistics:
+            cause = (
+                f"the running statistics of the environment's VecNormalize ({', '.join(statistics)}) hold NaN or inf, "
+                "so every rollout from now on will too"
+            )
+        elif self._n_non_finite_rollouts_in_a_row >= MAX_NON_FINITE_ROLLOUTS_IN_A_ROW:
+            cause = f"the last {self._n_non_finite_rollouts_in_a_row} rollouts held NaN or inf (their updates were skipped)"
+        else:
+            return
+        raise RuntimeError(
+            f"TRPOPlus cannot train: {cause}. Likely cause: the environment returned a NaN or inf observation or reward "
+            "(one is enough to poison VecNormalize's statistics for good). To stop at the step that produces it, wrap the "
+            "environment in stable_baselines3.common.vec_env.VecCheckNan(env, raise_exception=True), below any "
+            "VecNormalize."
+        )
 
     def _log_update(self, diagnostics: UpdateDiagnostics, value_losses: list[float]) -> None:
         with np.errstate(invalid="ignore"):  # (NaN, quietly, for a rollout with inf in it)
@@ -1296,6 +1402,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.logger.record("train/policy_objective", diagnostics.policy_objective)
         self.logger.record("train/value_loss", np.mean(value_losses) if value_losses else float("nan"))
         self.logger.record("train/kl_divergence_loss", diagnostics.kl)
+        self.logger.record("train/update_kl", diagnostics.update_kl)
         self.logger.record("train/explained_variance", explained_var)
         self.logger.record("train/is_line_search_success", float(diagnostics.line_search_success))
         if hasattr(self.policy, "log_std"):
@@ -1403,6 +1510,17 @@ def _check_rollout_arguments(*, n_steps: Any, gamma: Any, gae_lambda: Any, learn
         raise ValueError(
             "learning_rate must be a finite number >= 0, or a schedule whose value at progress 1 is one, "
             f"got {learning_rate!r}"
+        )
+
+
+def _check_policy_batch(normalize_advantage: bool, n_steps: int, n_envs: int, sub_sampling_factor: int) -> None:
+    """Raise a ``ValueError`` when advantage normalization would divide by the standard deviation of one sample."""
+    policy_batch_size = -(-n_steps * n_envs // sub_sampling_factor)
+    if normalize_advantage and policy_batch_size <= 1:
+        raise ValueError(
+            "normalize_advantage=True needs a policy batch of at least 2 samples, but "
+            f"n_steps * n_envs / sub_sampling_factor = {n_steps} * {n_envs} / "
+            f"{sub_sampling_factor} gives {policy_batch_size}: raise n_steps or set normalize_advantage=False"
         )
 
 

@@ -1,6 +1,7 @@
 """critic_kl_fraction: the critic trains the shared features extractor within its part of the trust region."""
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from torch import nn
 
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
+from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
 from sb3_trpo_plus.distributions import kl_per_sample
 from sb3_trpo_plus.parameters import flatten_params
 
@@ -80,6 +82,40 @@ def test_critic_kl_fraction_trains_the_shared_features_within_its_part_of_the_tr
     kl = rollout_kl(keep.rollout_policy, model)
     assert model.last_update.kl == pytest.approx(kl, rel=1e-4)
     assert logged["train/critic_kl"] < kl <= TARGET_KL + 1e-7
+
+
+@pytest.mark.parametrize("critic_kl_fraction", [0.0, 0.5])
+def test_failed_step_after_the_critic_reports_what_moved(critic_kl_fraction, monkeypatch):
+    # The step is made to fail (the line search walks against the gradient): with critic_kl_fraction > 0 the critic's
+    # kept change of the shared extractor still moved the policy, and update_kl says by how much; the step's KL stays
+    # NaN, and the adaptive callback counts a failed line search, as the diagnostics say
+    line_search = TRPOPlus._line_search
+
+    def backwards(self, batch, update, actor_params, old_distribution, full_step, **kwargs):
+        return line_search(self, batch, update, actor_params, old_distribution, -full_step, **kwargs)
+
+    monkeypatch.setattr(TRPOPlus, "_line_search", backwards)
+    model = shared_model(critic_kl_fraction)
+    keep = KeepRolloutPolicy()
+    adaptive = AdaptiveTrustRegionCallback(ls_fail_threshold=5, min_max_kl=0.001)
+    model.learn(256, callback=[keep, adaptive])
+    update, logged = model.last_update, model.logger.name_to_value
+    assert update.failure_reason == "line_search_exhausted" and not update.line_search_success
+    assert math.isnan(update.kl) and math.isnan(logged["train/kl_divergence_loss"]) and update.step_fraction == 0.0
+    moved = rollout_kl(keep.rollout_policy, model)
+    assert update.update_kl == logged["train/update_kl"] == pytest.approx(moved, rel=1e-4, abs=1e-12)
+    if critic_kl_fraction > 0:
+        assert update.update_kl == logged["train/critic_kl"] > 0.0
+    else:
+        assert update.update_kl == 0.0
+    assert adaptive.n_consecutive_failures == 1
+
+
+def test_update_kl_of_an_accepted_step_is_its_kl():
+    model = shared_model(0.5)
+    model.learn(256)
+    assert model.last_update.line_search_success
+    assert model.last_update.update_kl == model.last_update.kl == model.logger.name_to_value["train/update_kl"]
 
 
 def test_critic_kl_fraction_shrinks_a_large_critic_change():

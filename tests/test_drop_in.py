@@ -2,6 +2,8 @@
 
 import copy
 import inspect
+import re
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -180,3 +182,37 @@ def test_damped_step_size_must_be_a_bool():
 def test_joint_kl_must_be_a_bool():
     with pytest.raises(ValueError, match="joint_kl"):
         TRPOPlus("MlpPolicy", "CartPole-v1", joint_kl="yes")
+
+
+@pytest.mark.parametrize(
+    "name, value, new_name",
+    [("max_kl", 0.01, "target_kl"), ("damping", 0.1, "cg_damping"), ("entropy_coef", 0.01, "ent_coef"),
+     ("cg_iters", 10, "cg_max_steps"), ("lam", 0.97, "gae_lambda"), ("normalize_rewards", True, "VecNormalize")],
+)  # fmt: skip
+def test_names_of_hand_written_trpo_scripts_point_to_the_new_ones(name, value, new_name, tmp_path):
+    match = rf"unexpected keyword argument '{name}': use {re.escape(new_name)}"
+    with pytest.raises(TypeError, match=match):
+        TRPOPlus("MlpPolicy", "CartPole-v1", **{name: value})
+    TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64).save(tmp_path / "model")
+    with pytest.raises(TypeError, match=match):
+        TRPOPlus.load(tmp_path / "model", **{name: value})
+    # a name of no TRPO script is Python's own error, and the signature is the real one
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_argument'"):
+        TRPOPlus("MlpPolicy", "CartPole-v1", no_such_argument=1)
+    assert "target_kl" in inspect.signature(TRPOPlus).parameters
+
+
+def test_renamed_arguments_are_the_docs_table():
+    """Every name of the table in docs/trpo_plus.md that TRPOPlus does not take points to the row's TRPOPlus name."""
+    from sb3_trpo_plus.trpo_plus import RENAMED_ARGUMENTS
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "trpo_plus.md").read_text(encoding="utf-8")
+    table = page.split("## Names used in hand-written TRPO scripts")[1].split("\n## ")[0]
+    arguments = set(inspect.signature(TRPOPlus.__init__).parameters)
+    documented = {}
+    for row in re.findall(r"^\| (.+) \| (.+) \|$", table, re.MULTILINE)[1:]:  # (after the header)
+        old_names = [name for name in re.findall(r"`([^`]+)`", row[0]) if name.isidentifier() and name not in arguments]
+        documented.update(dict.fromkeys(old_names, re.findall(r"`([^`]+)`", row[1])[0]))
+    assert documented.keys() == RENAMED_ARGUMENTS.keys()
+    for name, new_name in documented.items():
+        assert RENAMED_ARGUMENTS[name].startswith(new_name), name

@@ -20,9 +20,22 @@ Each hole of the issue and the test that closes it:
 - BatchNorm/Dropout features extractors: ``test_batch_norm_follows_sb3_train_eval_contract``
 - initial trust region of an sb3-contrib TRPO checkpoint: ``test_sb3_contrib_checkpoint_keeps_its_initial_trust_region``
 - the fast finite check every guard above relies on (a sum first) stays exact: ``test_finite_check_is_exact``
+
+Issue 38 (the update's correctness holes; the failed step after the critic's change is in test_critic_kl_fraction.py,
+the names of hand-written TRPO scripts in test_drop_in.py):
+
+- the rollout's NaN guard leaves the policy alone (a callback may copy or pickle it):
+  ``test_rollout_leaves_the_policy_alone``
+- a run that non-finite data has left nothing to train on stops with an error, while a single bad step costs its
+  update only: ``test_poisoned_normalization_stops_training``, ``test_non_finite_rollouts_in_a_row_stop_training``,
+  ``test_single_non_finite_step_costs_one_update``
+- ``load(path, **kwargs)`` checks every argument as the constructor does (the same ``ValueError``):
+  ``test_load_checks_arguments_as_the_constructor``, ``test_load_accepts_what_the_constructor_accepts``
 """
 
+import copy
 import math
+import pickle
 import warnings
 
 import gymnasium as gym
@@ -37,6 +50,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from torch import nn
 
 from sb3_trpo_plus import TRPOPlus, UpdateDiagnostics
@@ -110,6 +124,46 @@ def test_bad_setting_refused_by_load(tmp_path):
     loaded = TRPOPlus.load(tmp_path / "model", target_kl=0.002, ent_coef=0.05)
     assert (loaded.target_kl, loaded.initial_target_kl) == (0.002, 0.01)
     assert loaded.ent_coef_schedule(1.0) == 0.05
+
+
+#: Arguments outside what the constructor allows (n_critic_updates=0 is allowed: the critic is then never trained)
+BAD_ARGUMENTS = [
+    dict(n_critic_updates=-1),
+    dict(cg_max_steps=-3),
+    dict(batch_size=-1),
+    dict(line_search_shrinking_factor=3.0),
+    dict(line_search_max_iter=0),
+    dict(critic_policy_coef=-1.0),
+    dict(critic_policy_clip_range=-0.2),
+    dict(critic_policy_coef=0.5),  # needs critic_kl_fraction > 0
+    dict(sub_sampling_factor=0),
+    dict(sub_sampling_factor=64),  # a policy batch of one sample (n_steps 32, one environment)
+    dict(cg_sub_sampling_factor=0),
+    dict(joint_kl="yes"),
+    dict(actor_refit_steps=1.5),
+    dict(stats_window_size=0),
+    dict(min_ent_coef=0.5),  # above the checkpoint's ent_coef
+]
+
+
+@pytest.mark.parametrize("kwargs", BAD_ARGUMENTS, ids=[repr(kwargs)[1:-1][:40] for kwargs in BAD_ARGUMENTS])
+def test_load_checks_arguments_as_the_constructor(kwargs, tmp_path):
+    model = trained_once()
+    model.save(tmp_path / "model")
+    with pytest.raises(ValueError) as constructor_error:
+        TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, **{**SMALL, **kwargs})
+    with pytest.raises(ValueError) as load_error:
+        TRPOPlus.load(tmp_path / "model", env=model.get_env(), **kwargs)
+    assert str(load_error.value) == str(constructor_error.value)
+
+
+def test_load_accepts_what_the_constructor_accepts(tmp_path):
+    model = trained_once()
+    model.save(tmp_path / "model")
+    loaded = TRPOPlus.load(tmp_path / "model", env=model.get_env(), n_critic_updates=0, cg_max_steps=3, batch_size=16)
+    assert (loaded.n_critic_updates, loaded.cg_max_steps, loaded.batch_size) == (0, 3, 16)
+    loaded.learn(32)
+    assert th.isfinite(all_params(loaded)).all()
 
 
 @pytest.mark.parametrize(
@@ -220,16 +274,16 @@ def test_skipped_updates_leave_the_trust_region_alone():
 
 
 class InjectNonFinite(gym.Wrapper):
-    """Puts ``value`` into the observation or the reward of the ``at``-th step."""
+    """Puts ``value`` into the observation or the reward of the ``at``-th step (of every step for ``at=None``)."""
 
-    def __init__(self, env: gym.Env, where: str, value: float, at: int = 5):
+    def __init__(self, env: gym.Env, where: str, value: float, at: int | None = 5):
         super().__init__(env)
         self.where, self.value, self.at, self.t = where, value, at, 0
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.t += 1
-        if self.t == self.at:
+        if self.at is None or self.t == self.at:
             if self.where == "observation":
                 obs = obs.copy()
                 obs[0] = self.value
@@ -274,6 +328,47 @@ def test_non_finite_environment_data_is_reported_as_bad_data(where, value):
     assert adaptive.n_shrinks == (0 if second.line_search_success else 1)
 
 
+class CopyPolicyDuringRollout(BaseCallback):
+    """At the rollout's first step, as a snapshot or self-play callback would: a deep copy and a pickle of the policy."""
+
+    def __init__(self):
+        super().__init__()
+        self.checked = False
+
+    def _on_step(self) -> bool:
+        if not self.checked:
+            self.checked = True
+            obs = th.nan_to_num(th.as_tensor(self.locals["new_obs"]))
+            snapshot = copy.deepcopy(self.model.policy)
+            with th.no_grad():
+                before = self.model.policy.get_distribution(obs).distribution.logits.clone()
+                for param in snapshot.parameters():
+                    param.add_(th.randn_like(param))
+                actions, _, log_probs = snapshot(obs, deterministic=True)
+                assert not th.equal(snapshot.get_distribution(obs).distribution.logits, before)  # the copy's weights
+                assert th.equal(log_probs, snapshot.get_distribution(obs).log_prob(actions))
+                assert th.equal(self.model.policy.get_distribution(obs).distribution.logits, before)
+            self.pickled = pickle.dumps(self.model.policy)
+        return True
+
+
+@pytest.mark.parametrize("nan_observation", [False, True])
+def test_rollout_leaves_the_policy_alone(nan_observation):
+    """The rollout's guard against NaN observations checks the data, never patches the policy a callback may copy."""
+    env = gym.make("CartPole-v1")
+    if nan_observation:
+        env = InjectNonFinite(env, "observation", math.nan, at=1)
+    model = TRPOPlus("MlpPolicy", env, seed=0, **SMALL)
+    callback = CopyPolicyDuringRollout()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (the skipped update of the NaN observation)
+        model.learn(32, callback=callback)
+    assert callback.checked
+    assert type(pickle.loads(callback.pickled)) is type(model.policy)
+    assert "forward" not in vars(model.policy)
+    assert (model.last_update.failure_reason == "non_finite_input") == nan_observation
+
+
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
 def test_finite_check_is_exact(backend):
     # One sum decides in the usual case; a NaN or an infinity anywhere (even +inf and -inf together, whose sum is NaN)
@@ -304,6 +399,47 @@ def test_non_finite_gamma_is_reported_as_bad_data():
     assert model.last_update.failure_reason == "non_finite_input"
     assert th.equal(all_params(model), before)
     assert len(model._line_search_window) == 1  # the first update's; the skipped one is not a line search
+
+
+def normalized_cartpole(where: str, value: float = math.nan, at: int = 5, **vec_normalize_kwargs) -> VecNormalize:
+    return VecNormalize(
+        DummyVecEnv([lambda: InjectNonFinite(gym.make("CartPole-v1"), where, value, at)]), **vec_normalize_kwargs
+    )
+
+
+@pytest.mark.parametrize(
+    "where, vec_normalize_kwargs, statistics",
+    [("observation", dict(norm_obs=True, norm_reward=False), "obs_rms"), ("reward", dict(norm_obs=False), "ret_rms")],
+)
+def test_poisoned_normalization_stops_training(where, vec_normalize_kwargs, statistics):
+    """One NaN behind VecNormalize poisons its running statistics for good: learn() stops, naming cause and cure."""
+    model = TRPOPlus("MlpPolicy", normalized_cartpole(where, **vec_normalize_kwargs), seed=0, **SMALL)
+    with pytest.warns(RuntimeWarning, match="skipped update 1"):
+        with pytest.raises(RuntimeError, match=rf"VecNormalize \({statistics}\) hold NaN or inf.*VecCheckNan"):
+            model.learn(10 * 32)
+    assert model.last_update.n_updates == 1 and model.last_update.failure_reason == "non_finite_input"
+
+
+def test_non_finite_rollouts_in_a_row_stop_training():
+    """An environment whose every rollout holds NaN leaves nothing to train on: learn() stops after a few rollouts."""
+    model = TRPOPlus("MlpPolicy", InjectNonFinite(gym.make("CartPole-v1"), "reward", math.nan, at=None), seed=0, **SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(RuntimeError, match=r"the last 10 rollouts held NaN or inf.*VecCheckNan"):
+            model.learn(100 * 32)
+    assert model.last_update.n_updates == 10 and model._n_non_finite_rollouts == 10
+
+
+def test_single_non_finite_step_costs_one_update():
+    """A NaN observation that poisons nothing (behind VecNormalize without norm_obs, as the atari entry) costs one update."""
+    model = TRPOPlus("MlpPolicy", normalized_cartpole("observation", norm_obs=False, norm_reward=True), seed=0, **SMALL)
+    recorder = RecordUpdates()
+    with pytest.warns(RuntimeWarning, match="skipped update 1: .*VecCheckNan") as record:
+        model.learn(3 * 32, callback=recorder)
+    assert not any("skipped update 2" in str(warning.message) for warning in record)
+    reasons = [update.failure_reason for update, _ in recorder.updates]
+    assert reasons[0] == "non_finite_input" and "non_finite_input" not in reasons[1:] and len(reasons) == 3
+    assert th.isfinite(all_params(model)).all()
 
 
 # --- Arguments -----------------------------------------------------------------------------------------------------
