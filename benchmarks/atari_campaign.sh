@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The runs behind docs/benchmarks.md's Atari-5 section (benchmarks/results/atari/atari5_rule.md), resumable across
-# sessions. Lanes (one per CPU core) take runs from one ordered list: seed 0 of every game for both algorithms, then
-# seed 1, and so on; a finished run (its record exists) is skipped, a run another lane holds is left to it, and a run
-# with a checkpoint continues from it.
+# sessions. Lanes (one per CPU core) take runs from one ordered list: the runs with a checkpoint first (the furthest
+# first), then seed 0 of every game for both algorithms, then seed 1, and so on; a finished run (its record exists) is
+# skipped, a run another lane holds is left to it, and a run with a checkpoint continues from it.
 #
 #     bash benchmarks/atari_campaign.sh                 # 2 lanes in the background, logs in benchmarks/results/tmp/
 #     bash benchmarks/atari_campaign.sh --lanes 1       # one lane
@@ -47,6 +47,19 @@ lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
 record() { echo "benchmarks/results/atari/$(lower "$1")/$2/seed$3.json"; }
 workdir() { echo "$TMP/$(lower "$1")/$2/seed$3"; }
 carried() { echo "$CARRY/$(lower "$1")/$2/seed$3"; }
+progress() {  # steps of the run's latest checkpoint (here or carried), 0 without one
+    local steps
+    steps=$(ls "$(workdir "$@")"/checkpoints/rl_model_*_steps.zip "$(carried "$@")"/checkpoints/rl_model_*_steps.zip \
+        2>/dev/null | sed 's/.*rl_model_\([0-9]*\)_steps.zip/\1/' | sort -n | tail -1)
+    echo "${steps:-0}"
+}
+next_runs() {  # the runs a lane may take next: those with a checkpoint first (furthest first), then campaign order
+    local i=0
+    while read -r game algo seed; do
+        echo "$(progress "$game" "$algo" "$seed") $i $game $algo $seed"
+        i=$((i + 1))
+    done < <(runs) | sort -k1,1nr -k2,2n | cut -d' ' -f3-
+}
 
 held() {  # a live lane holds this run
     local lock=$1.lock
@@ -87,7 +100,7 @@ lane_loop() {
             echo $$ > "$work.lock/pid"
             next="$game $algo $seed"
             break
-        done < <(runs)
+        done < <(next_runs)
         [ -z "$next" ] && { echo "lane $lane: nothing left"; return; }
         set -- $next
         echo "lane $lane: $(date -u +%H:%M) $*"

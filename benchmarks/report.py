@@ -2,7 +2,7 @@
 Turn the results under ``benchmarks/results/`` into ``docs/benchmarks.md`` (tables) and ``docs/images/`` (plots).
 
 Reads ``fvp.json`` (``benchmarks.fvp``), ``throughput*.json`` (``benchmarks.throughput``), ``learning/<algo>/<env>/
-seed<k>.json`` (``benchmarks.learning``), ``breakout/<algo>/seed<k>.json`` (``benchmarks.breakout``), the tuning runs
+seed<k>.json`` (``benchmarks.learning``), ``atari/<game>/<algo>/seed<k>.json`` (``benchmarks.atari``), the tuning runs
 of the ``atari`` entry and PPO's (``breakout_tuning/<candidate>/breakout/<algo>/seed<k>.json``, with their rules)
 and ``minatar_random.json`` (``benchmarks.minatar_random``); whatever is missing is listed as not run. Per env of the
 learning benchmark: the mean and the interquartile mean (IQM) of the final evaluation returns over seeds, with 95%
@@ -24,7 +24,6 @@ import functools
 import json
 import math
 import re
-import shutil
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -72,6 +71,25 @@ BREAKOUT_BUDGET = 1_000_000
 BREAKOUT_MIN_SEEDS = 3
 #: Evaluations a run's late score averages (the final one and those before it), for the check beside the verdict
 BREAKOUT_LATE_EVALUATIONS = 3
+#: Atari-5 (Aitchison, Sweetser and Hutter, ICML 2023): per game, its weight in the estimate of the 57-game median
+#: human-normalized score (a regression on log10(1 + score in percent), no intercept, from the authors' code:
+#: github.com/maitchison/PPO, tools/plot_util.py), and the random and human scores of the usual DQN table
+ATARI5 = {
+    "BattleZone": (0.3819751237831753, 2360.0, 37187.5),
+    "DoubleDunk": (0.0679099488887574, -18.6, -16.4),
+    "NameThisGame": (0.310804148620847, 2292.3, 8049.0),
+    "Phoenix": (0.12412619402774641, 761.4, 7242.6),
+    "Qbert": (0.08048518286466755, 163.9, 13455.0),
+}
+#: The Atari-5 comparison (benchmarks/results/atari/atari5_rule.md): TRPOPlus against the second, which normalizes
+#: the scores (random = 0, its IQM = 1); the budget; the seeds each game needs before the verdict; the goal and the aim
+ATARI_ALGOS = ("trpo_plus", "ppo")
+ATARI_BUDGET = 1_000_000
+ATARI_MIN_SEEDS = 3
+ATARI_GOAL_IQM = 1.0
+ATARI_AIM_IQM = 1.1
+#: Words of a game's verdict: TRPOPlus's IQM above PPO's interval, inside it, below it
+PLACE = {1: "ahead", 0: "level", -1: "behind"}
 COLORS = {"trpo_plus": "tab:blue", "trpo": "tab:orange", "ppo": "tab:green"}
 VARIANT_COLORS = ("tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink")
 FVP_LABELS = {
@@ -495,18 +513,7 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Int
 
     # one row per run, one column per task (a single task: a column of seeds)
     score_dict = {algo: values.reshape(len(values), -1) for algo, values in scores.items()}
-    # rliable's StratifiedBootstrap draws its resamples from NumPy's global generator (np.random.choice), whatever
-    # random_state says: seed that generator for the call, then give the caller back its state
-    global_state = np.random.get_state()
-    np.random.seed(BOOTSTRAP_SEED)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # arch's notice about `random_state`, used by rliable
-            points, intervals = rly.get_interval_estimates(
-                score_dict, aggregates, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(BOOTSTRAP_SEED)
-            )
-    finally:
-        np.random.set_state(global_state)
+    points, intervals = seeded_interval_estimates(score_dict, aggregates)
     return {
         algo: {
             "mean": Interval(points[algo][0], intervals[algo][0, 0], intervals[algo][1, 0]),
@@ -514,6 +521,24 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Int
         }
         for algo in scores
     }
+
+
+def seeded_interval_estimates(score_dict: dict[str, Any], function: Callable[..., Any]) -> tuple[dict, dict]:
+    """``rly.get_interval_estimates`` with ``BOOTSTRAP_REPS`` resamples, the same on every call (``BOOTSTRAP_SEED``)."""
+    from rliable import library as rly
+
+    # rliable's StratifiedBootstrap draws its resamples from NumPy's global generator (np.random.choice), whatever
+    # random_state says: seed that generator for the call, then give the caller back its state
+    global_state = np.random.get_state()
+    np.random.seed(BOOTSTRAP_SEED)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # arch's notice about `random_state`, used by rliable
+            return rly.get_interval_estimates(
+                score_dict, function, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(BOOTSTRAP_SEED)
+            )
+    finally:
+        np.random.set_state(global_state)
 
 
 def _pyplot() -> Any:
@@ -541,11 +566,12 @@ def _save_figure(fig: Any, path: Path) -> None:
     _pyplot().close(fig)
 
 
-def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Path) -> None:
-    """Mean evaluation return over seeds against steps, with a 95% bootstrap interval of the mean."""
-    fig, ax = _pyplot().subplots(figsize=(6.4, 4.0))
+def plot_mean_curves(ax: Any, by_algo: dict[str, list[dict[str, Any]]]) -> None:
+    """One line per algorithm: the mean evaluation return over seeds, with a 95% bootstrap interval of the mean."""
     rng = np.random.default_rng(0)
     for algo, records in by_algo.items():
+        if not records:
+            continue
         grid = np.asarray(records[0]["curve"]["timesteps"], dtype=float)
         curves = np.array([np.interp(grid, r["curve"]["timesteps"], r["curve"]["mean"]) for r in records])
         mean = curves.mean(axis=0)
@@ -554,6 +580,12 @@ def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Pat
             samples = curves[rng.integers(0, len(records), size=(2000, len(records)))].mean(axis=1)
             low, high = np.percentile(samples, [2.5, 97.5], axis=0)
             ax.fill_between(grid, low, high, color=COLORS.get(algo), alpha=0.2, linewidth=0)
+
+
+def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Path) -> None:
+    """Mean evaluation return over seeds against steps, with a 95% bootstrap interval of the mean."""
+    fig, ax = _pyplot().subplots(figsize=(6.4, 4.0))
+    plot_mean_curves(ax, by_algo)
     _finish_axes(ax, f"{env_id}: evaluation return (mean over seeds, 95% bootstrap CI)", 8, ylabel="return")
     _save_figure(fig, path)
 
@@ -660,10 +692,10 @@ def _run_order(path: Path) -> tuple[str, int, str]:
 
 def breakout_records(results_dir: Path) -> list[dict[str, Any]]:
     """
-    Every recorded Breakout run, by algorithm and seed: ``breakout/<algo>/seed<k>.json``, then the variants of an
-    entry (``--params ... --results-dir benchmarks/results/breakout_variants/NAME``), marked with their name.
+    Every recorded Breakout run, by algorithm and seed: ``atari/breakout/<algo>/seed<k>.json``, then the variants of
+    an entry (``breakout_variants/NAME/breakout/<algo>/seed<k>.json``), marked with their name.
     """
-    paths = sorted((results_dir / "breakout").glob("*/seed*.json"), key=_run_order)
+    paths = sorted((results_dir / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
     records = [json.loads(path.read_text()) for path in paths]
     for path in sorted((results_dir / "breakout_variants").glob("*/breakout/*/seed*.json"), key=_run_order):
         record = json.loads(path.read_text())
@@ -873,17 +905,6 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str
             image=_image_link(image, docs_dir),
         ),
     ]
-    for record in records:
-        picture = record.get("diagnostics_picture")
-        if "variant" in record:
-            picture = f"breakout_variants/{record['variant']}/{picture}" if picture else None
-        # (the picture's panels are TRPOPlus's diagnostics: only its reward panel would be drawn for PPO)
-        if record["algo"] == "trpo_plus" and picture and (results_dir / picture).is_file():
-            variant = f"_{record['variant']}" if "variant" in record else ""
-            target = images_dir / f"breakout_{record['algo']}{variant}_seed{record['seed']}_diagnostics.png"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(results_dir / picture, target)
-            parts.append(fill("breakout.diagnostics", label=record["algo_label"], image=_image_link(target, docs_dir)))
     return paragraphs(*parts)
 
 
@@ -1090,6 +1111,200 @@ def minatar_sections(results_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> lis
     return sections
 
 
+# --- Atari-5: the atari entry on five games it was not tuned on ------------------------------------------------------
+
+
+def atari_runs(results_dir: Path, game: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """``{algo: {seed: record}}`` of ``benchmarks.atari``'s finished 1M-step runs on ``game``."""
+    runs: dict[str, dict[int, dict[str, Any]]] = {algo: {} for algo in ATARI_ALGOS}
+    for path in (results_dir / "atari" / game.lower()).glob("*/seed*.json"):
+        record = json.loads(path.read_text())
+        if record["algo"] in runs and record["n_timesteps"] == ATARI_BUDGET:
+            runs[record["algo"]][record["seed"]] = record
+    return runs
+
+
+def human_normalized(game: str, score: float) -> float:
+    """``(score - random) / (human - random)`` with the DQN table's scores (1 = human)."""
+    _, random_score, human = ATARI5[game]
+    return (score - random_score) / (human - random_score)
+
+
+def atari5_median_estimate(human_normalized_scores: dict[str, float]) -> float:
+    """
+    The Atari-5 estimate of the 57-game median human-normalized score (as a fraction, 1 = human) from the five games':
+    ``10 ** sum(w * log10(1 + max(0, 100 * h))) - 1`` in percent, the regression of Aitchison et al.
+    """
+    log_score = sum(ATARI5[game][0] * math.log10(1 + max(0.0, 100 * h)) for game, h in human_normalized_scores.items())
+    return (10**log_score - 1) / 100
+
+
+def _place(plus: Interval, reference: Interval) -> int:
+    """1 when TRPOPlus's IQM is above the reference's interval, -1 below it, 0 inside."""
+    return 1 if plus.point > reference.high else -1 if plus.point < reference.low else 0
+
+
+def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path) -> None:
+    """A panel per game: one line per algorithm, the mean evaluation return over seeds with its 95% bootstrap band."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
+    for ax, (game, by_algo) in zip(axes.flat, runs.items()):
+        plot_mean_curves(ax, {algo: list(records.values()) for algo, records in by_algo.items()})
+        _finish_axes(ax, game, 7, ylabel="return")
+    for ax in list(axes.flat)[len(runs) :]:
+        ax.axis("off")
+    fig.suptitle("Atari-5, 1M steps: evaluation return (mean over seeds, 95% bootstrap CI)", fontsize=10)
+    _save_figure(fig, path)
+
+
+def plot_performance_profile(normalized: dict[str, np.ndarray], path: Path) -> None:
+    """rliable's performance profile of the normalized scores: the fraction of runs above each score, with 95% bands."""
+    from rliable import library as rly
+    from rliable import plot_utils
+
+    taus = np.linspace(0.0, max(2.0, float(max(values.max() for values in normalized.values()))), 81)
+    global_state = np.random.get_state()
+    np.random.seed(BOOTSTRAP_SEED)
+    try:
+        profiles, bands = rly.create_performance_profile(normalized, taus, reps=2000)
+    finally:
+        np.random.set_state(global_state)
+    fig, ax = _pyplot().subplots(figsize=(6.4, 4.0))
+    labels = {algo: ALGO_LABELS[algo] for algo in normalized}
+    plot_utils.plot_performance_profiles(
+        {labels[a]: v for a, v in profiles.items()},
+        taus,
+        performance_profile_cis={labels[a]: v for a, v in bands.items()},
+        colors={labels[a]: COLORS[a] for a in normalized},
+        xlabel="normalized score τ (random = 0, PPO's IQM = 1)",
+        ylabel="fraction of runs with score > τ",
+        ax=ax,
+    )
+    ax.legend(fontsize=8)
+    ax.set_title("Atari-5: performance profile (all runs of the five games)", fontsize=9)
+    _save_figure(fig, path)
+
+
+def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
+    """Per game and aggregated over the Atari-5 games: the ``atari`` entries of TRPOPlus and PPO, 1M steps."""
+    random_scores = (_read(results_dir / "atari" / "random.json") or {}).get("games", {})
+    runs = {game: atari_runs(results_dir, game) for game in ATARI5}
+    plus_algo, reference = ATARI_ALGOS
+    rows, places, paired_counts, iqms = [], {}, {}, {}
+    for game, by_algo in runs.items():
+        paired = sorted(set.intersection(*(set(by_algo[algo]) for algo in ATARI_ALGOS)))
+        paired_counts[game] = len(paired)
+        counts = " / ".join(str(len(by_algo[algo])) for algo in ATARI_ALGOS)
+        estimates = {
+            algo: interval_estimates({algo: np.array([by_algo[algo][s]["final"]["mean"] for s in sorted(by_algo[algo])])})[
+                algo
+            ]
+            for algo in ATARI_ALGOS
+            if by_algo[algo]
+        }
+        late = {
+            algo: float(metrics_iqm([by_algo[algo][s]["late"]["mean"] for s in by_algo[algo]]))
+            for algo in ATARI_ALGOS
+            if by_algo[algo]
+        }
+        iqms[game] = {algo: estimates[algo]["iqm"].point for algo in estimates}
+        place = None
+        if len(paired) >= ATARI_MIN_SEEDS:
+            paired_estimates = interval_estimates(
+                {algo: np.array([by_algo[algo][s]["final"]["mean"] for s in paired]) for algo in ATARI_ALGOS}
+            )
+            place = places[game] = _place(paired_estimates[plus_algo]["iqm"], paired_estimates[reference]["iqm"])
+        rows.append(
+            fill(
+                "atari5.row",
+                game=game,
+                random=Shown(random_scores.get(game, {}).get("mean")),
+                **{algo: f"{estimates[algo]['iqm']:.0f}" if algo in estimates else NOT_RUN for algo in ATARI_ALGOS},
+                **{f"{algo}_late": Shown(late.get(algo)) for algo in ATARI_ALGOS},
+                place=PLACE[place] if place is not None else f"not yet ({len(paired)} of {ATARI_MIN_SEEDS} seeds)",
+                counts=counts,
+            )
+        )
+    image = images_dir / "atari5_curves.png"
+    plot_atari_curves(runs, image)
+    parts = [
+        fill(
+            "atari5",
+            rows="\n".join(rows),
+            min_seeds=ATARI_MIN_SEEDS,
+            bootstrap_reps=BOOTSTRAP_REPS,
+            bootstrap_seed=BOOTSTRAP_SEED,
+            image=_image_link(image, docs_dir),
+        )
+    ]
+    human_rows = [
+        fill(
+            "atari5.human.row",
+            label=ALGO_LABELS[algo],
+            **{game: Shown(100 * human_normalized(game, iqms[game][algo]) if algo in iqms[game] else None) for game in ATARI5},
+            estimate=Shown(
+                100 * atari5_median_estimate({g: human_normalized(g, iqms[g][algo]) for g in ATARI5})
+                if all(algo in iqms[g] for g in ATARI5)
+                else None
+            ),
+        )
+        for algo in ATARI_ALGOS
+    ]
+    parts.append(fill("atari5.human", rows="\n".join(human_rows)))
+    n_seeds = min(paired_counts.values())
+    if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
+        waiting = ", ".join(f"{game} {count}" for game, count in paired_counts.items())
+        parts.append(fill("atari5.aggregate.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
+        return paragraphs(*parts)
+    # (seeds, games) matrices on the first n_seeds paired seeds of every game, normalized by random = 0, PPO's IQM = 1
+    normalized: dict[str, np.ndarray] = {}
+    for algo in ATARI_ALGOS:
+        columns = []
+        for game, by_algo in runs.items():
+            seeds = sorted(set.intersection(*(set(by_algo[a]) for a in ATARI_ALGOS)))[:n_seeds]
+            random_score = random_scores[game]["mean"]
+            scale = iqms[game][reference] - random_score
+            columns.append([(by_algo[algo][s]["final"]["mean"] - random_score) / scale for s in seeds])
+        normalized[algo] = np.array(columns).T
+    estimates = interval_estimates(normalized)
+    from rliable import metrics
+
+    points, intervals = seeded_interval_estimates(
+        {"pair": (normalized[plus_algo], normalized[reference])}, metrics.probability_of_improvement
+    )
+    low, high = np.ravel(intervals["pair"])
+    improvement = Interval(float(np.ravel(points["pair"])[0]), float(low), float(high))
+    profile = images_dir / "atari5_profile.png"
+    plot_performance_profile(normalized, profile)
+    plus_iqm = estimates[plus_algo]["iqm"]
+    behind = [game for game, place in places.items() if place < 0]
+    parts.append(
+        fill(
+            "atari5.aggregate",
+            n_seeds=n_seeds,
+            rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[a], **estimates[a]} for a in ATARI_ALGOS)),
+            improvement=improvement,
+            image=_image_link(profile, docs_dir),
+            goal=ATARI_GOAL_IQM,
+            aim=ATARI_AIM_IQM,
+            plus=plus_iqm.point,
+            goal_verdict=VERDICT[bool(plus_iqm.point >= ATARI_GOAL_IQM)],
+            aim_verdict=VERDICT[bool(plus_iqm.point >= ATARI_AIM_IQM) and not behind],
+            ahead=", ".join(g for g, p in places.items() if p > 0) or "none",
+            level=", ".join(g for g, p in places.items() if p == 0) or "none",
+            behind=", ".join(behind) or "none",
+        )
+    )
+    return paragraphs(*parts)
+
+
+def metrics_iqm(values: list[float]) -> float:
+    """rliable's interquartile mean of ``values``."""
+    from rliable import metrics
+
+    return float(metrics.aggregate_iqm(np.asarray(values, dtype=float).reshape(-1, 1)))
+
+
 # --- the page ----------------------------------------------------------------------------------------------------
 
 
@@ -1118,6 +1333,7 @@ def main(argv: list[str] | None = None) -> str:
         breakout_section(results_dir, images_dir, docs_dir),
         breakout_tuning_section(results_dir),
         *minatar_sections(results_dir, args.minatar_seeds),
+        atari5_section(results_dir, images_dir, docs_dir),
     ]
     page = fill(
         "page",

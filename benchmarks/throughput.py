@@ -59,6 +59,8 @@ from sb3_trpo_plus.trust_region import FisherVectorProduct
 #: keys of PPO's. CartPole: the same rollout (n_envs x n_steps, trpo.yml's 2 x 512) for every algorithm.
 ENVS: dict[str, dict[str, Any]] = {
     "breakout": {"env_id": "BreakoutNoFrameskip-v4", "policy": "CnnPolicy", "rollout": {}},
+    # an Atari-5 game (benchmarks/results/atari/atari5_rule.md), built as Breakout is
+    "qbert": {"env_id": "QbertNoFrameskip-v4", "policy": "CnnPolicy", "rollout": {}},
     "cartpole": {"env_id": "CartPole-v1", "policy": "MlpPolicy", "rollout": {"n_envs": 2, "n_steps": 512}},
 }
 ALGO_CLASSES = {"trpo_plus": TRPOPlus, "trpo": TRPO, "ppo": PPO}
@@ -405,7 +407,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         threads = args.cartpole_threads if env_name == "cartpole" else args.threads
         th.set_num_threads(threads)
         spec = dict(ENVS[env_name])
-        if env_name == "breakout":
+        if spec["policy"] == "CnnPolicy":
             rollout = {"n_steps": args.breakout_n_steps, "n_envs": args.breakout_n_envs}
             spec.update(trpo_plus_params=args.params, rollout={key: value for key, value in rollout.items() if value})
         env_result: dict[str, Any] = {**spec, "threads": threads, "command": command_line(), "machine": machine_info()}

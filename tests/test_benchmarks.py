@@ -13,17 +13,8 @@ import torch as th
 
 pytest.importorskip("rl_zoo3")
 
-from benchmarks import (
-    breakout,
-    direction_quality,
-    fvp,
-    layer_change,
-    learning,
-    minatar_tuning,
-    report,
-    rollout_batch,
-    throughput,
-)
+from benchmarks import atari, fvp, learning, report, throughput
+from benchmarks.experiments import direction_quality, layer_change, minatar_tuning, rollout_batch
 from benchmarks._common import load_hyperparams
 
 pytestmark = pytest.mark.benchmarks
@@ -210,30 +201,37 @@ def test_learning_resumes_from_checkpoint(tmp_path):
     assert second["curve"]["timesteps"] == [0, 256, 512, 768, 1024]
 
 
-def test_breakout_checkpoint_resume_and_picture(tmp_path):
-    argv = ["--algo", "trpo_plus", "--seed", "0", "--threads", "1", "--params", "n_steps:8", "n_envs:2"]
-    argv += ["--checkpoint-freq", "16", "--eval-freq", "32", "--eval-episodes", "1", "--n-eval-envs", "1"]
-    argv += ["--results-dir", str(tmp_path), "--no-plot"]
-    breakout.main([*argv, "--budget", "32"])
+def test_atari_checkpoint_resume_and_diagnostics(tmp_path):
+    argv = ["--env", "Breakout", "--algo", "trpo_plus", "--seed", "0", "--params", "n_steps:8", "n_envs:2"]
+    argv += ["--checkpoint-freq", "16", "--eval-freq", "32", "--eval-episodes", "1", "--final-episodes", "2"]
+    argv += ["--n-eval-envs", "1", "--results-dir", str(tmp_path)]
+    atari.main([*argv, "--budget", "32"])
     with pytest.raises(SystemExit, match="--resume"):
-        breakout.main([*argv, "--budget", "64"])
-    record = breakout.main([*argv[:-1], "--budget", "64", "--resume"])
+        atari.main([*argv, "--budget", "64"])
+    record = atari.main([*argv, "--budget", "64", "--resume"])
     assert record["resumed_from"] == 32 and record["num_timesteps_done"] == 64
-    assert (tmp_path / "breakout" / "trpo_plus" / "seed0_diagnostics.png").is_file()
+    assert (tmp_path / "atari" / "breakout" / "trpo_plus" / "seed0.json").is_file()
     assert "AdaptiveTrustRegionCallback" in json.dumps(record["hyperparams"])
-    # The critic's explained variance comes from the TensorBoard logs of both sessions (the zoo writes them every
-    # other update here, at 32 and 64 steps); the record keeps about one value per 10k steps
-    run_dir = tmp_path / "tmp" / "breakout" / "trpo_plus" / "seed0"
-    every_value = breakout.explained_variance_series(run_dir, every=1)
-    assert every_value["timesteps"] == [32, 64] and all(math.isfinite(v) for v in every_value["value"])
-    explained = record["explained_variance"]
-    assert explained == {"timesteps": [32], "value": every_value["value"][:1]}
-    # --summarize-only rebuilds it from the logs into the saved record, without training
-    path = tmp_path / "breakout" / "trpo_plus" / "seed0.json"
-    saved = json.loads(path.read_text())
-    path.write_text(json.dumps({**saved, "explained_variance": None}))
-    breakout.main(["--algo", "trpo_plus", "--seed", "0", "--results-dir", str(tmp_path), "--summarize-only"])
-    assert json.loads(path.read_text())["explained_variance"] == explained
+    # the final evaluation has its own episode count and replaces the periodic one made at the same step
+    curve = record["curve"]
+    assert curve["timesteps"] == [0, 32, 64] and len(curve["returns"][-1]) == 2 and len(curve["returns"][0]) == 1
+    assert record["evaluation"]["final_episodes"] == 2
+    assert record["late"]["mean"] == pytest.approx(np.mean(curve["mean"]))
+    # the diagnostics: one row per update (4 updates of 16 steps), from both sessions, binned by 50k steps
+    diagnostics = record["diagnostics"]
+    assert diagnostics["bin_end"] == [50_000] and diagnostics["n_updates"] == [4]
+    rows = json.loads((tmp_path / "tmp" / "atari" / "breakout" / "trpo_plus" / "seed0" / "diagnostics.json").read_text())
+    assert [row["timesteps"] for row in rows] == [16, 32, 48, 64]
+    for key in ("train/explained_variance", "train/is_line_search_success", "train/entropy", "train/step_fraction"):
+        assert diagnostics[key][0] == pytest.approx(np.nanmean([row[key] for row in rows]))
+
+
+def test_bin_diagnostics_counts_failed_line_searches():
+    rows = [{"timesteps": t, "train/kl": kl} for t, kl in [(10, 0.01), (20, math.nan), (30, 0.03), (60, math.nan)]]
+    binned = learning.bin_diagnostics(rows, every=50)
+    assert binned["bin_end"] == [50, 100] and binned["n_updates"] == [3, 1]
+    assert binned["train/kl"] == [pytest.approx(0.02), None]
+    assert binned["train/kl:non_finite"] == [pytest.approx(1 / 3), 1.0]
 
 
 def test_report(learning_results, tmp_path):
@@ -512,3 +510,49 @@ def test_layer_change():
     # means per step range, non-finite values (a failed line search's KL) left out, empty ranges None
     steps, values = np.array([0.0, 5.0, 10.0, 15.0]), np.array([1.0, 3.0, np.nan, 4.0])
     assert layer_change.binned_means(steps, values, [0, 10, 20, 30]) == [2.0, 4.0, None]
+
+
+def test_atari5_median_estimate():
+    # every game at 0 gives 0; at human level (100%) every log10(1 + 100) weighs in: 101 ** sum(w) - 1
+    assert report.atari5_median_estimate({game: 0.0 for game in report.ATARI5}) == 0.0
+    weights = sum(w for w, _, _ in report.ATARI5.values())
+    expected = (101**weights - 1) / 100
+    assert report.atari5_median_estimate({game: 1.0 for game in report.ATARI5}) == pytest.approx(expected)
+    # below random counts as 0 (the regression's clip)
+    assert report.atari5_median_estimate({game: -0.5 for game in report.ATARI5}) == 0.0
+    assert report.human_normalized("Qbert", 163.9) == 0.0 and report.human_normalized("Qbert", 13455.0) == 1.0
+
+
+def test_atari5_section(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
+    random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report.ATARI5)}
+    (tmp_path / "atari").mkdir()
+    (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
+
+    def write(game, algo, seed, score):
+        path = tmp_path / "atari" / game.lower() / algo / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        curve = {"timesteps": [0, 500_000, 1_000_000], "mean": [0.0, score / 2, score]}
+        record = {"algo": algo, "seed": seed, "n_timesteps": report.ATARI_BUDGET, "curve": curve}
+        record.update(final={"mean": score}, late={"mean": score - 1})
+        path.write_text(json.dumps(record))
+
+    # PPO scores random + 100 on every seed (normalized 1); TRPOPlus random + 200 (normalized 2), but behind on Qbert
+    for game, random_score in random_scores.items():
+        for seed in range(3):
+            write(game, "ppo", seed, random_score + 100)
+            write(game, "trpo_plus", seed, random_score + (50 if game == "Qbert" else 200))
+    text = report.atari5_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| BattleZone | 10.0 | 210 [210, 210] | 110 [110, 110] | 209 / 109 | ahead | 3 / 3 |" in text
+    assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | behind | 3 / 3 |" in text
+    # the aggregate: 12 runs at 2.0 and 3 at 0.5 -> IQM over the 15 runs' middle half is 2.0; PPO at 1.0
+    assert "| TRPOPlus | 2.00 [" in text and "| PPO | 1.00 [1.00, 1.00] |" in text
+    assert "P(TRPOPlus > PPO), averaged over the games (rliable): 0.80" in text
+    assert "Goal (aggregate IQM >= 1.0): **met** (TRPOPlus 2.00). Aim (>= 1.1, no game behind PPO's interval): **missed**" in text
+    assert "Ahead: BattleZone, DoubleDunk, NameThisGame, Phoenix; level: none; behind: Qbert." in text
+    assert (tmp_path / "images" / "atari5_profile.png").is_file() and (tmp_path / "images" / "atari5_curves.png").is_file()
+    # with a game short of seeds, no aggregate
+    (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
+    text = report.atari5_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "Aggregate and verdict: not yet" in text and "Qbert 2." in text
+    assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | not yet (2 of 3 seeds) | 3 / 2 |" in text

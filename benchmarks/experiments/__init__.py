@@ -1,0 +1,1 @@
+"""Studies that informed the design (their conclusions: docs/research.md); not part of the benchmark suite."""
