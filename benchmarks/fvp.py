@@ -99,8 +99,8 @@ def double_backward_setup(policy: ActorCriticPolicy, obs: th.Tensor, actions: th
         product = partial(TRPO.hessian_vector_product, trpo, actor_params, grad_kl)
         product.damping_holder = trpo  # type: ignore[attr-defined]
         # sb3-contrib averages the KL over action dimensions too (Gaussian: one KL per dimension); the TRPOPlus
-        # products below are those of the joint KL (joint_kl=True; the default, joint_kl=False, multiplies the same
-        # product by 1/d at no cost): sb3-contrib's F is the joint one divided by this factor
+        # products below are those of the joint KL (TRPOPlus's update multiplies the same product by 1/d at no cost,
+        # sb3-contrib's per-dimension mean): sb3-contrib's F is the joint one divided by this factor
         product.kl_scale = kl.numel() // kl.shape[0]  # type: ignore[attr-defined]
         return product, gradient
 

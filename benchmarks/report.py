@@ -556,7 +556,8 @@ def _finish_axes(ax: Any, title: str, legend_fontsize: int, ylabel: str | None =
     if ylabel:
         ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=legend_fontsize)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=legend_fontsize)
 
 
 def _save_figure(fig: Any, path: Path) -> None:
@@ -566,20 +567,29 @@ def _save_figure(fig: Any, path: Path) -> None:
     _pyplot().close(fig)
 
 
-def plot_mean_curves(ax: Any, by_algo: dict[str, list[dict[str, Any]]]) -> None:
-    """One line per algorithm: the mean evaluation return over seeds, with a 95% bootstrap interval of the mean."""
+def plot_mean_curves(
+    ax: Any, by_algo: dict[str, list[dict[str, Any]]], key: str = "mean", colors: dict[str, str] | None = None
+) -> None:
+    """
+    One line per algorithm (or group of runs): the mean over seeds of the curve's ``key`` (the evaluation return by
+    default), with a 95% bootstrap interval of the mean; the label is the algorithm's name, or the group's own.
+    """
     rng = np.random.default_rng(0)
     for algo, records in by_algo.items():
-        if not records:
+        points = [
+            [(t, v) for t, v in zip(r["curve"]["timesteps"], r["curve"].get(key, [])) if v is not None] for r in records
+        ]
+        points = [p for p in points if p]
+        if not points:
             continue
-        grid = np.asarray(records[0]["curve"]["timesteps"], dtype=float)
-        curves = np.array([np.interp(grid, r["curve"]["timesteps"], r["curve"]["mean"]) for r in records])
-        mean = curves.mean(axis=0)
-        ax.plot(grid, mean, color=COLORS.get(algo), label=f"{ALGO_LABELS[algo]} ({len(records)} seeds)")
-        if len(records) > 1:
-            samples = curves[rng.integers(0, len(records), size=(2000, len(records)))].mean(axis=1)
+        grid = np.asarray([t for t, _ in points[0]], dtype=float)
+        curves = np.array([np.interp(grid, *map(np.asarray, zip(*p))) for p in points])
+        color = (colors or COLORS).get(algo)
+        ax.plot(grid, curves.mean(axis=0), color=color, label=f"{ALGO_LABELS.get(algo, algo)} ({len(points)} seeds)")
+        if len(points) > 1:
+            samples = curves[rng.integers(0, len(points), size=(2000, len(points)))].mean(axis=1)
             low, high = np.percentile(samples, [2.5, 97.5], axis=0)
-            ax.fill_between(grid, low, high, color=COLORS.get(algo), alpha=0.2, linewidth=0)
+            ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
 
 
 def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Path) -> None:
@@ -711,26 +721,18 @@ def _breakout_color(record: dict[str, Any], variants: list[str]) -> str | None:
 
 
 def plot_breakout_curves(records: list[dict[str, Any]], path: Path) -> None:
-    """Evaluation return, training reward and the critic's explained variance against steps, one line per run."""
+    """Evaluation return and training reward against steps: one line per entry (and per variant), mean over seeds."""
     variants = sorted({record["variant"] for record in records if "variant" in record})
-    fig, axes = _pyplot().subplots(1, 3, figsize=(15, 3.8))
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    colors = {}
     for record in records:
-        curve, color = record["curve"], _breakout_color(record, variants)
-        label = f"{record['algo_label']} seed {record['seed']}"
-        axes[0].errorbar(curve["timesteps"], curve["mean"], yerr=curve["std"], color=color, label=label, capsize=2)
-        points = [(t, r) for t, r in zip(curve["timesteps"], curve.get("train_ep_rew_mean", [])) if r is not None]
-        if points:
-            axes[1].plot(*zip(*points), color=color, label=label, marker=".")
-        explained = record.get("explained_variance")
-        if explained:
-            axes[2].plot(explained["timesteps"], explained["value"], color=color, label=label, linewidth=0.8)
-    titles = [
-        "evaluation return (mean +/- std over episodes)",
-        "training reward (last 100 episodes)",
-        "critic: explained variance of the returns",
-    ]
-    for ax, title in zip(axes, titles):
-        _finish_axes(ax, f"BreakoutNoFrameskip-v4: {title}", 7)
+        groups[record["algo_label"]].append(record)
+        colors[record["algo_label"]] = _breakout_color(record, variants)
+    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 3.8))
+    for ax, key, title in zip(axes, ("mean", "train_ep_rew_mean"), ("evaluation return", "training reward (last 100 episodes)")):
+        plot_mean_curves(ax, groups, key, colors)
+        _finish_axes(ax, title, 7)
+    fig.suptitle("BreakoutNoFrameskip-v4, every recorded run: mean over seeds, 95% bootstrap CI", fontsize=10)
     _save_figure(fig, path)
 
 
@@ -1151,6 +1153,8 @@ def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], pat
     for ax, (game, by_algo) in zip(axes.flat, runs.items()):
         plot_mean_curves(ax, {algo: list(records.values()) for algo, records in by_algo.items()})
         _finish_axes(ax, game, 7, ylabel="return")
+        if not ax.lines:
+            ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
     for ax in list(axes.flat)[len(runs) :]:
         ax.axis("off")
     fig.suptitle("Atari-5, 1M steps: evaluation return (mean over seeds, 95% bootstrap CI)", fontsize=10)

@@ -160,9 +160,9 @@ class TimedTRPOPlus(PhaseTimer, TRPOPlus):
         self._marks["line_search_iters"] = float(diagnostics.line_search_iters)
         return diagnostics
 
-    def _jvp_fn(self, *args: Any, **kwargs: Any) -> Any:
+    def _fisher_vector_product(self, *args: Any, **kwargs: Any) -> Any:
         self.mark("fvp_setup_start")
-        return super()._jvp_fn(*args, **kwargs)
+        return super()._fisher_vector_product(*args, **kwargs)
 
     def _update_critic(self, *args: Any, **kwargs: Any) -> Any:
         return self.marked("critic", super()._update_critic, *args, **kwargs)

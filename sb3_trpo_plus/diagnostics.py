@@ -1,7 +1,11 @@
 """Per-update diagnostics of TRPOPlus, exposed so that callbacks never have to scrape the logger."""
 
 import math
+import warnings
+from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
 
 #: Failure reasons of updates that did not run at all (no line search): the rollout held NaN or inf, or a value the
 #: update would use was unusable. They say nothing about the trust region, which callbacks leave alone.
@@ -122,3 +126,44 @@ class UpdateSettings:
             failure_reason=failure_reason,
             update_kl=kl if success else 0.0,
         )
+
+
+#: Rolling line-search health: warn when the success rate or the mean accepted step fraction stays this low
+LINE_SEARCH_MIN_SUCCESS_RATE = 0.3
+LINE_SEARCH_MIN_STEP_FRACTION = 0.05
+
+
+def line_search_health(
+    window: deque[tuple[bool, float]], diagnostics: UpdateDiagnostics, warned: bool
+) -> dict[str, float] | None:
+    """
+    Add an update's line search to the rolling ``window`` and judge its health: the success rate, the mean step
+    fraction and whether they are too low (a ``RuntimeWarning`` when that starts, ``warned`` saying whether it was
+    already so). A skipped update (bad data or an unusable setting) ran no line search and is not counted.
+
+    :return: ``line_search_success_rate``, ``step_fraction_mean`` and ``line_search_warning`` (0 or 1), or ``None``
+        while the window is empty
+    """
+    if not diagnostics.skipped:
+        window.append((diagnostics.line_search_success, diagnostics.step_fraction))
+    if not window:
+        return None
+    success_rate = float(np.mean([success for success, _ in window]))
+    step_fraction_mean = float(np.mean([fraction for _, fraction in window]))
+    # Judge the health only once the window holds enough updates to mean something
+    enough = len(window) >= min(10, window.maxlen or 10)
+    in_trouble = enough and (success_rate < LINE_SEARCH_MIN_SUCCESS_RATE or step_fraction_mean < LINE_SEARCH_MIN_STEP_FRACTION)
+    if in_trouble and not warned:
+        warnings.warn(
+            f"TRPOPlus line search unhealthy over the last {len(window)} updates: "
+            f"success rate {success_rate:.0%}, mean step fraction {step_fraction_mean:.3f}. "
+            "The policy is barely changing. What usually helps: a smaller target_kl or a larger cg_damping "
+            "(or sb3_trpo_plus.callbacks.AdaptiveTrustRegionCallback, which adapts both), more line-search "
+            "iterations, or a lower ent_coef.",
+            RuntimeWarning,
+        )
+    return {
+        "line_search_success_rate": success_rate,
+        "step_fraction_mean": step_fraction_mean,
+        "line_search_warning": float(in_trouble),
+    }

@@ -125,3 +125,45 @@ def actor_critic_jvp(
         return net_tangents(d_output, d_log_std)
 
     return jvp_fn
+
+
+@contextlib.contextmanager
+def _eval_mode(policy: BasePolicy) -> Iterator[None]:
+    """The policy in evaluation mode (BatchNorm on its running statistics, no Dropout), its mode restored after."""
+    was_training = policy.training
+    policy.set_training_mode(False)
+    try:
+        yield
+    finally:
+        policy.set_training_mode(was_training)
+
+
+def _first(observations: PyTorchObs) -> PyTorchObs:
+    if isinstance(observations, dict):
+        return {key: value[0:1] for key, value in observations.items()}
+    return observations[0:1]
+
+
+def actor_parameters(policy: BasePolicy, observations: PyTorchObs) -> list[nn.Parameter]:
+    """
+    The parameters the action distribution depends on, in ``policy.parameters()`` order.
+
+    Found through the autograd graph of one observation, not from parameter names, so that custom policies and
+    ``share_features_extractor`` True or False are handled alike.
+
+    :param policy: the policy
+    :param observations: observations to run the policy on; only the first is used
+    :return: the actor parameters
+    """
+    obs = _first(observations)
+    if isinstance(obs, dict):
+        obs = {key: th.nan_to_num(value) for key, value in obs.items()}
+    else:
+        obs = th.nan_to_num(obs)
+    params = [param for param in policy.parameters() if param.requires_grad]
+    # In evaluation mode, whatever the policy's mode: a batch of one is valid for BatchNorm there, no running
+    # statistic moves, and the parameters the distribution depends on are the same in both modes
+    with _eval_mode(policy):
+        outputs = distribution_tensors(policy.get_distribution(obs))  # type: ignore[operator]
+    grads = th.autograd.grad(th.cat([output.reshape(-1) for output in outputs]).sum(), params, allow_unused=True)
+    return [param for param, grad in zip(params, grads, strict=True) if grad is not None]

@@ -6,23 +6,19 @@ The Fisher information matrix of the policy is the Gauss-Newton product ``F = (1
 (:mod:`sb3_trpo_plus.policy_jvp`), one closed-form product ``M (J v)`` (one entry per distribution of
 :data:`~sb3_trpo_plus.distributions.DISTRIBUTION_RULES`) and one backward pass ``J^T u``: no second-order
 autograd graph.
-
-The distribution math, the parameter-vector helpers and the policy-structure products used to live here; they are
-still importable from this module (deprecated, see the changelog).
 """
 
-import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import torch as th
 from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
 from sb3_trpo_plus import distributions as _distributions
 from sb3_trpo_plus import parameters as _parameters
-from sb3_trpo_plus import policy_jvp as _policy_jvp
-from sb3_trpo_plus.policy_jvp import JvpFn
+from sb3_trpo_plus.policy_jvp import JvpFn, actor_critic_jvp, functional_jvp
 
 
 class FisherVectorProduct:
@@ -69,20 +65,30 @@ class FisherVectorProduct:
             self.damping * vector
         )
 
-    def quadratic_form(self, vector: th.Tensor, damped: bool = True) -> float:
-        """
-        ``v^T (F + damping * I) v``, or ``v^T F v`` with ``damped=False``: ``(J v)^T M (J v) / N`` from one
-        forward-mode product, without the backward pass of ``__call__`` (the graph is not needed).
 
-        :param vector: the flat vector ``v``
-        :param damped: whether to add ``damping * v^T v``
-        :return: the quadratic form
-        """
-        output_tangents = self.jvp_fn(_parameters.unflatten_like(vector, self.params))
-        products = self.metric_product(self.detached_outputs, output_tangents)
-        fisher_part = sum((tangent * product).sum() for tangent, product in zip(output_tangents, products, strict=True))
-        value = float(fisher_part) * self.scale / self.batch_size
-        return value + self.damping * float(th.dot(vector, vector)) if damped else value
+def policy_fisher_vector_product(
+    policy: BasePolicy,
+    obs: PyTorchObs,
+    distribution: Distribution,
+    params: Sequence[nn.Parameter],
+    damping: float,
+    features: th.Tensor | None = None,
+) -> FisherVectorProduct:
+    """
+    The Fisher-vector product of a policy, ``v -> (F + damping * I) v`` with ``F`` the Hessian of the KL the trust
+    region bounds (averaged over action dimensions, as sb3-contrib's): the one entry point of this module and the
+    modules below it. ``J v`` comes from hand-written tangent rules for SB3's actor-critic policies, from
+    ``torch.func.jvp`` for any other policy.
+
+    :param policy: the policy
+    :param obs: the observations of the batch
+    :param distribution: the policy's distribution on ``obs``, computed with autograd enabled
+    :param params: the actor parameters (the coordinates of ``v``)
+    :param damping: the damping added to the diagonal
+    :param features: the shared features of ``obs``, when the step leaves the features extractor alone
+    """
+    jvp_fn = actor_critic_jvp(policy, obs, params, features) or functional_jvp(policy, obs, params)
+    return FisherVectorProduct(distribution, params, jvp_fn, damping, scale=_distributions.kl_scale(distribution, joint=False))
 
 
 def conjugate_gradient(
@@ -122,34 +128,3 @@ def conjugate_gradient(
         direction = residual + (new_residual_squared_norm / residual_squared_norm) * direction
         residual_squared_norm = new_residual_squared_norm
     return x, b - residual
-
-
-#: Names that moved out of this module: name -> the module that holds them now
-_MOVED = {
-    **dict.fromkeys(
-        (
-            "SUPPORTED_DISTRIBUTIONS",
-            "distribution_tensors",
-            "fisher_metric_product",
-            "detach_distribution",
-            "kl_per_sample",
-            "kl_scale",
-        ),
-        _distributions,
-    ),
-    **dict.fromkeys(("flatten_params", "assign_params", "unflatten_like"), _parameters),
-    **dict.fromkeys(("functional_jvp", "actor_critic_jvp", "_substituted"), _policy_jvp),
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Deprecated aliases (one release): the moved names, with a warning saying where they live now
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"sb3_trpo_plus.trust_region.{name} is deprecated, use {module.__name__}.{name}",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(module, name)

@@ -42,6 +42,8 @@ from optuna.exceptions import ExperimentalWarning
 from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
 from optuna.trial import FrozenTrial, TrialState
 
+from sb3_trpo_plus.hyperparameters import HYPERPARAMS_PATH, convert_trpo_plus_params
+
 HEARTBEAT_INTERVAL_VARIABLE = "SB3_TRPO_PLUS_HEARTBEAT_INTERVAL"
 GRACE_PERIOD_VARIABLE = "SB3_TRPO_PLUS_GRACE_PERIOD"
 MAX_RETRY_VARIABLE = "SB3_TRPO_PLUS_MAX_RETRY"
@@ -314,8 +316,6 @@ def export_trial(study: optuna.Study, env_id: str, base_entry: dict[str, Any], t
     :param trial_number: the trial; ``None``: the best trial
     :return: the YAML text, with a comment naming the study and the trial
     """
-    from sb3_trpo_plus.zoo import convert_trpo_plus_params
-
     if trial_number is None:
         trial = study.best_trial
     else:
@@ -343,8 +343,6 @@ def _base_entry(config: Path, env_id: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m sb3_trpo_plus.tuning {summary,export} --storage ... --study-name ...``"""
-    from sb3_trpo_plus.zoo import HYPERPARAMS_PATH
-
     parser = argparse.ArgumentParser(prog="python -m sb3_trpo_plus.tuning", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (("summary", "print the study's state"), ("export", "print a trial as a zoo YAML entry")):

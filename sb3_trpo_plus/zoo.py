@@ -21,16 +21,14 @@ import runpy
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from sb3_trpo_plus.hyperparameters import ALGO_NAME, HYPERPARAMS_PATH, convert_trpo_plus_params
 
 if TYPE_CHECKING:
     import optuna
 
-ALGO_NAME = "trpo_plus"
-#: The hyperparameters used when ``-conf`` is not given (shipped inside the package)
-HYPERPARAMS_PATH = Path(__file__).parent / "hyperparams" / f"{ALGO_NAME}.yml"
 #: Model attributes that continuing training (``-i``) takes from the saved agent, not from the YAML file:
 #: the trust region adapted by ``AdaptiveTrustRegionCallback`` and the decaying entropy bonus. A value given
 #: on the command line (``-params target_kl:0.01``) still wins.
@@ -106,22 +104,6 @@ def sample_trpo_plus_params(trial: "optuna.Trial", n_actions: int, n_envs: int, 
     )
     hyperparams["batch_size"] = min(hyperparams["batch_size"], hyperparams["n_steps"] * n_envs)
     return hyperparams
-
-
-def convert_trpo_plus_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
-    """
-    Turn sampled values (as stored in an Optuna study) into TRPOPlus keyword arguments; used by the sampler and by
-    ``--storage ... --study-name ... --trial-id`` (rl_zoo3's ``HYPERPARAMS_CONVERTER``).
-
-    :param sampled_params: the trial's parameters (``n_steps_pow``, ``one_minus_gamma``, ``min_ent_coef_fraction``, ...)
-    :return: keyword arguments for ``TRPOPlus``
-    """
-    from rl_zoo3.hyperparams_opt import convert_onpolicy_params
-
-    params = dict(sampled_params)
-    if "min_ent_coef_fraction" in params:
-        params["min_ent_coef"] = params.get("ent_coef", 0.0) * params.pop("min_ent_coef_fraction")
-    return convert_onpolicy_params(params)
 
 
 def register_minatar_envs() -> None:

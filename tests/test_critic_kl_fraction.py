@@ -12,7 +12,7 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus import TRPOPlus, shared_features
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
 from sb3_trpo_plus.distributions import kl_per_sample
@@ -138,7 +138,7 @@ def test_critic_kl_fraction_interrupted_leaves_the_features_as_they_were(monkeyp
         raise KeyboardInterrupt
 
     # interrupted while the critic's change of the extractor is measured: the extractor is the rollout's, exactly
-    monkeypatch.setattr(trpo_plus_module, "mean_kl", interrupted)
+    monkeypatch.setattr(shared_features, "mean_kl", interrupted)
     with pytest.raises(KeyboardInterrupt):
         model.train()
     assert th.equal(flatten_params(extractor), start)
@@ -205,93 +205,6 @@ def test_actor_trains_features_false_needs_critic_kl_fraction():
     assert not model.actor_trains_features
 
 
-def refit_model(actor_refit_steps: int) -> TRPOPlus:
-    # a hidden layer of the actor's own between the shared features and the logits, as the re-fit is meant for
-    return shared_model(0.5, 1e-2, net_arch=dict(pi=[16], vf=[]), actor_refit_steps=actor_refit_steps)
-
-
-def test_actor_refit_steps_refits_the_actor_toward_the_rollout_policy():
-    model = refit_model(2)
-    model.learn(256)
-    obs = th.as_tensor(model.rollout_buffer.observations.reshape(-1, 4))
-    policy = model.policy
-    extractor = list(policy.features_extractor.parameters())
-    own = [p for name, p in policy.named_parameters() if name.startswith(("mlp_extractor.policy_net", "action_net"))]
-    with th.no_grad():
-        reference = trpo_plus_module.detach_distribution(policy.get_distribution(obs))
-        # the features move (as after a critic's change of the extractor): the policy on the batch moves with them
-        th.manual_seed(1)
-        for param in extractor:
-            param.add_(th.randn_like(param))
-        features = policy.extract_features(obs)
-        kl_before = trpo_plus_module.mean_kl(reference, model._head_distribution(features)).item()
-    extractor_before = flatten_params(extractor).clone()
-    own_before = flatten_params(own).clone()
-    batch = model._policy_batch(trpo_plus_module.whole_rollout(model.rollout_buffer))
-    kl_after = model._refit_actor(batch, reference, features, own, model.cg_damping, kl_before)
-    with th.no_grad():
-        kl_check = trpo_plus_module.mean_kl(reference, model._head_distribution(policy.extract_features(obs))).item()
-    # two Gauss-Newton steps take most of the KL away, moving the actor's own layers only
-    assert kl_before > 1e-3
-    assert kl_after == pytest.approx(kl_check, rel=1e-5)
-    assert kl_after < 0.2 * kl_before
-    assert th.equal(flatten_params(extractor), extractor_before)
-    assert not th.equal(flatten_params(own), own_before)
-
-
-def test_actor_refit_steps_keeps_more_of_the_critic_change_within_target_kl():
-    kept = {}
-    for steps in (0, 2):
-        model = refit_model(steps)
-        keep = KeepRolloutPolicy()
-        model.learn(1024, callback=keep)
-        logged = model.logger.name_to_value
-        kept[steps] = logged["train/critic_features_kept"]
-        assert 0.0 <= logged["train/critic_kl"] <= 0.5 * TARGET_KL
-        # the whole update (critic, re-fit, step) stays within target_kl of the rollout's policy
-        assert rollout_kl(keep.rollout_policy, model) <= TARGET_KL + 1e-7
-        assert ("train/critic_kl_before_refit" in logged) is (steps > 0)
-    assert logged["train/critic_kl_before_refit"] > logged["train/critic_kl"]
-    assert kept[2] > kept[0]
-
-
-def test_actor_refit_steps_interrupted_leaves_the_actor_as_it_was(monkeypatch):
-    model = refit_model(2)
-    model.learn(256)
-    start = flatten_params(list(model.policy.parameters())).clone()
-    refit = TRPOPlus._refit_actor
-
-    def interrupted(self, *args, **kwargs):
-        refit(self, *args, **kwargs)  # the actor's layers moved: then the update is interrupted
-        raise KeyboardInterrupt
-
-    def moving_critic(self, *args, **kwargs):
-        # (a critic that changes only the shared extractor, so that every other parameter can be compared)
-        with th.no_grad():
-            for param in self.policy.features_extractor.parameters():
-                param.add_(th.randn_like(param))
-        return []
-
-    monkeypatch.setattr(TRPOPlus, "_refit_actor", interrupted)
-    monkeypatch.setattr(TRPOPlus, "_update_critic", moving_critic)
-    with pytest.raises(KeyboardInterrupt):
-        model.train()
-    # the extractor and the actor's own layers are the rollout's, exactly
-    assert th.equal(flatten_params(list(model.policy.parameters())), start)
-
-
-@pytest.mark.parametrize("value", [-1, 1.5, True, "2"])
-def test_actor_refit_steps_must_be_an_integer(value):
-    with pytest.raises(ValueError, match=r"actor_refit_steps must be an integer >= 0"):
-        TRPOPlus("MlpPolicy", "CartPole-v1", actor_refit_steps=value)
-
-
-def test_actor_refit_steps_needs_critic_kl_fraction():
-    with pytest.raises(ValueError, match=r"actor_refit_steps > 0 \(2\) needs critic_kl_fraction > 0"):
-        TRPOPlus("MlpPolicy", "CartPole-v1", actor_refit_steps=2)
-    assert refit_model(2).actor_refit_steps == 2
-
-
 def test_critic_policy_coef_trains_the_extractor_on_the_policy_objective(monkeypatch):
     # The value loss made zero (its graph kept): only the policy's objective in the critic's loss can move the
     # extractor. At the rollout's parameters the objective is mean(normalized advantage) = 0 (ent_coef 0); the
@@ -344,7 +257,7 @@ def test_critic_policy_clip_range_is_ppo_clipped_surrogate():
     distribution = model.policy.action_dist.proba_distribution(logits)
     actions = th.zeros(4, dtype=th.long)
     old_log_prob = th.log(th.tensor([0.4, 0.4, 0.4, 0.4]))
-    batch = trpo_plus_module._PolicyBatch(th.zeros(4, 4), actions, old_log_prob, th.tensor([1.0, 1.0, -1.0, -1.0]))
+    batch = trpo_plus_module.PolicyBatch(th.zeros(4, 4), actions, old_log_prob, th.tensor([1.0, 1.0, -1.0, -1.0]))
     objective, _ = model._objective(distribution, batch, ent_coef=0.0, clip_range=0.2)
     assert objective.item() == pytest.approx((1.2 + 0.5 - 1.5 - 0.8) / 4, abs=1e-6)
     unclipped, _ = model._objective(distribution, batch, ent_coef=0.0)

@@ -72,11 +72,10 @@ def test_docs_build(tmp_path):
         "ent_coef_decay",
         "min_ent_coef",
         "cg_sub_sampling_factor",
-        "joint_kl",
-        "damped_step_size",
         "critic_kl_fraction",
         "actor_trains_features",
-        "actor_refit_steps",
+        "critic_policy_coef",
+        "critic_policy_clip_range",
     ):
         assert f"<strong>{parameter}</strong>" in trpo_plus, parameter
     # The README's quick start is the getting-started example

@@ -139,8 +139,7 @@ BAD_ARGUMENTS = [
     dict(sub_sampling_factor=0),
     dict(sub_sampling_factor=64),  # a policy batch of one sample (n_steps 32, one environment)
     dict(cg_sub_sampling_factor=0),
-    dict(joint_kl="yes"),
-    dict(actor_refit_steps=1.5),
+    dict(actor_trains_features="no"),
     dict(stats_window_size=0),
     dict(min_ent_coef=0.5),  # above the checkpoint's ent_coef
 ]
@@ -373,7 +372,8 @@ def test_rollout_leaves_the_policy_alone(nan_observation):
 def test_finite_check_is_exact(backend):
     # One sum decides in the usual case; a NaN or an infinity anywhere (even +inf and -inf together, whose sum is NaN)
     # is caught, and finite entries whose sum overflows are still finite
-    from sb3_trpo_plus.trpo_plus import _is_finite, _is_finite_array
+    from sb3_trpo_plus.finite import is_finite as _is_finite
+    from sb3_trpo_plus.finite import is_finite_array as _is_finite_array
 
     def check(values, dtype=np.float32):
         array = np.array(values, dtype=dtype)

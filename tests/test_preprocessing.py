@@ -20,7 +20,7 @@ def _train(share_features_extractor: bool, monkeypatch: pytest.MonkeyPatch | Non
         share_features_extractor, 32, n_steps=64, batch_size=32, n_critic_updates=2, cg_max_steps=5, ent_coef=0.01
     )
     if monkeypatch is not None:
-        monkeypatch.setattr(trpo_plus_module, "_images_normalized_once", _unchanged)
+        monkeypatch.setattr(trpo_plus_module, "images_normalized_once", _unchanged)
     model.learn(128)
     return model
 
@@ -54,7 +54,7 @@ def test_images_normalized_once_restores_on_error() -> None:
         "CnnPolicy", env, n_steps=16, batch_size=16, policy_kwargs=dict(features_extractor_kwargs=dict(features_dim=8))
     )
     observations = th.zeros((2, 1, 36, 36), dtype=th.uint8)
-    with pytest.raises(RuntimeError), trpo_plus_module._images_normalized_once(model.policy, observations) as scaled:
+    with pytest.raises(RuntimeError), trpo_plus_module.images_normalized_once(model.policy, observations) as scaled:
         assert scaled.dtype == th.float32
         assert not model.policy.normalize_images
         raise RuntimeError("interrupted update")

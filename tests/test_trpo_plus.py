@@ -21,9 +21,11 @@ from stable_baselines3.common.envs import (
 )
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 
-from sb3_trpo_plus import TRPOPlus
+from sb3_trpo_plus import TRPOPlus, trust_region
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.distributions import detach_distribution, kl_per_sample
 from sb3_trpo_plus.parameters import flatten_params
@@ -323,22 +325,49 @@ def actor_part(model, flat_params):
     return th.cat(chunks)
 
 
-def test_critic_only_trains_what_the_actor_does_not_use():
-    for share in (True, False):
-        model = TRPOPlus(
-            "MlpPolicy",
-            "CartPole-v1",
-            seed=0,
-            n_steps=64,
-            batch_size=32,
-            policy_kwargs=dict(net_arch=[16], share_features_extractor=share),
-        )
-        one_update(model)
-        actor_before, all_before = actor_vector(model), all_params(model)
-        model.rollout_buffer.advantages[:] = 0.0
-        model.train()  # the policy step fails (nothing to improve), the critic trains
-        assert th.equal(actor_vector(model), actor_before)
-        assert not th.equal(all_params(model), all_before)
+class _SharedLinearFeatures(BaseFeaturesExtractor):
+    """A features extractor with parameters (SB3's FlattenExtractor has none), shared by actor and critic."""
+
+    def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 8):
+        super().__init__(observation_space, features_dim)
+        self.linear = th.nn.Sequential(th.nn.Linear(observation_space.shape[0], features_dim), th.nn.Tanh())
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.linear(observations)
+
+
+class _OwnValuePolicy(ActorCriticPolicy):
+    """SB3's policy with its own ``predict_values`` (the same computation): the critic trains through the shared
+    extractor, with gradient, as for any custom policy, so only the critic's guard keeps the actor's parameters still."""
+
+    def predict_values(self, obs: th.Tensor) -> th.Tensor:
+        return super().predict_values(obs)
+
+
+@pytest.mark.parametrize("policy", ["MlpPolicy", _OwnValuePolicy])
+@pytest.mark.parametrize("share", [True, False])
+def test_critic_only_trains_what_the_actor_does_not_use(policy, share):
+    model = TRPOPlus(
+        policy,
+        "CartPole-v1",
+        seed=0,
+        n_steps=64,
+        batch_size=32,
+        policy_kwargs=dict(net_arch=[16], share_features_extractor=share, features_extractor_class=_SharedLinearFeatures),
+    )
+    one_update(model)
+    extractor = list(model.policy.features_extractor.parameters())
+    shared_before = flatten_params(extractor).clone()
+    actor_before, all_before = actor_vector(model), all_params(model)
+    model.rollout_buffer.advantages[:] = 0.0
+    model.train()  # the policy step fails (nothing to improve), the critic trains
+    assert not model.last_update.line_search_success
+    assert th.equal(actor_vector(model), actor_before)
+    assert not th.equal(all_params(model), all_before)
+    if share:
+        # the shared extractor is the actor's: the critic's loss reaches it (through the custom policy's
+        # predict_values; SB3's policy computes the features without gradient), and must leave it as it was
+        assert th.equal(flatten_params(extractor), shared_before)
 
 
 def test_save_load_round_trip(tmp_path):
@@ -385,7 +414,7 @@ def test_sub_sampling(monkeypatch):
             super().__init__(*args, **kwargs)
             fvp_batch_sizes.append(self.batch_size)
 
-    monkeypatch.setattr(trpo_plus_module, "FisherVectorProduct", RecordedFVP)
+    monkeypatch.setattr(trust_region, "FisherVectorProduct", RecordedFVP)
     model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, sub_sampling_factor=2, cg_sub_sampling_factor=4, **SMALL)
     objective = model._objective
     monkeypatch.setattr(

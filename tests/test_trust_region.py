@@ -141,26 +141,6 @@ def test_fisher_vector_product_of_the_head_on_given_features_matches_explicit_fi
         actor_critic_jvp(policy, obs, actor_params_of(policy, obs), features)
 
 
-@pytest.mark.parametrize("scale", [1.0, 2.5])
-@pytest.mark.parametrize("path", ["functional", "fast"])
-@pytest.mark.parametrize("name", list(ACTION_SPACES))
-def test_quadratic_form_matches_explicit_fisher(name, path, scale):
-    """v^T F v (and v^T (F + damping I) v) from one forward-mode product, as the explicit matrix gives it."""
-    action_space, kwargs = ACTION_SPACES[name]
-    policy, obs = make_policy(action_space, kwargs)
-    params = actor_params_of(policy, obs)
-    fisher = scale * explicit_fisher(policy, obs, params)
-    damping = 0.3
-    jvp_fn = make_jvp(path, policy, obs, params)
-    fvp = FisherVectorProduct(policy.get_distribution(obs), params, jvp_fn, damping, scale=scale)
-    for _ in range(3):
-        vector = th.randn(fisher.shape[0])
-        undamped = (vector @ fisher @ vector).item()
-        assert fvp.quadratic_form(vector, damped=False) == pytest.approx(undamped, rel=1e-4, abs=1e-6)
-        damped = undamped + damping * (vector @ vector).item()
-        assert fvp.quadratic_form(vector) == pytest.approx(damped, rel=1e-4, abs=1e-6)
-
-
 @pytest.mark.parametrize("name", list(ACTION_SPACES))
 def test_conjugate_gradient_solves_damped_fisher_system(name):
     action_space, kwargs = ACTION_SPACES[name]
@@ -283,13 +263,3 @@ def test_distribution_rules_cover_every_sb3_distribution():
     base = sb3_distributions.Distribution
     sb3_classes = {cls for cls in vars(sb3_distributions).values() if isinstance(cls, type) and issubclass(cls, base)}
     assert sb3_classes - {base} == set(DISTRIBUTION_RULES)
-
-
-def test_moved_names_are_deprecated_aliases():
-    from sb3_trpo_plus import distributions, parameters, policy_jvp, trust_region
-
-    for name, module in (("kl_per_sample", distributions), ("flatten_params", parameters), ("functional_jvp", policy_jvp)):
-        with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{name}"):
-            assert getattr(trust_region, name) is getattr(module, name)
-    with pytest.raises(AttributeError):
-        trust_region.no_such_name  # noqa: B018

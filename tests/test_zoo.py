@@ -6,6 +6,7 @@ Deselect with ``-m "not zoo"``.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -354,19 +355,47 @@ def test_yaml_entries(entry):
     TRPOPlus("MlpPolicy", None, _init_setup_model=False, **kwargs)
 
 
+def _status_table(docs: str) -> dict[str, tuple[str, str, str]]:
+    """docs/zoo.md's table "Which entries are tuned": each entry it names -> (status, run, result) of its row."""
+    section = docs.split("## Which entries are tuned", 1)[1].split("\n#", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("entry", "---"):
+            continue
+        for entry in re.findall(r"`([^`]+)`", cells[0]):
+            rows[entry] = (cells[1], cells[2], cells[3])
+    return rows
+
+
 def test_yaml_status_comments():
-    # Every block has a status comment; "# Tuned" only where docs/zoo.md names the block with its recorded run
-    docs = (REPO_ROOT / "docs" / "zoo.md").read_text()
+    # Every block has a status comment, "# Tuned" or "# Untuned", that docs/zoo.md's table "Which entries are tuned"
+    # agrees with: a Tuned block has its row there, marked Tuned, with the command of its recorded run and its
+    # result; a block the table names has the status the table gives it
+    rows = _status_table((REPO_ROOT / "docs" / "zoo.md").read_text())
+    assert rows, "docs/zoo.md has no table of the tuned entries"
+    statuses = {}
     status = None
     for line in HYPERPARAMS_PATH.read_text().splitlines():
         if line.startswith(("# Tuned", "# Untuned")):
-            status = line
+            status = "Tuned" if line.startswith("# Tuned") else "Untuned"
         elif line and not line.startswith((" ", "#")):
             entry = line.split(":", 1)[0]  # the key, without a YAML anchor or alias after it
             assert status is not None, f"no status comment above {entry}"
-            if status.startswith("# Tuned"):
-                assert f"`{entry}`" in docs, f"{entry} is marked Tuned but docs/zoo.md has no run for it"
+            statuses[entry] = status
             status = None
+    for entry, status in statuses.items():
+        if status == "Tuned":
+            assert entry in rows, f"{entry} is marked Tuned but docs/zoo.md's table has no row for it"
+        if entry in rows:
+            documented, run, result = rows[entry]
+            assert documented.split()[0] == status, f"{entry}: {status} in the YAML, {documented} in docs/zoo.md"
+            if status == "Tuned":
+                assert re.search(r"`(python -m|bash) [^`]+`", run), f"{entry}: no command of its run in docs/zoo.md"
+                assert re.search(r"\d", result), f"{entry}: no result in docs/zoo.md"
+    for documented_row in set(rows.values()):
+        named = [entry for entry, row in rows.items() if row == documented_row]
+        assert set(named) & set(statuses), f"docs/zoo.md has a row for entries the YAML lacks: {named}"
 
 
 def test_minatar_cnn():
