@@ -43,5 +43,6 @@ autoclass_content = "class"
 
 html_theme = "sphinx_rtd_theme"
 html_title = f"sb3-trpo-plus {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]  # tables wrap instead of being cut off
 html_show_sourcelink = False
