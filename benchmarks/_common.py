@@ -277,3 +277,20 @@ def zoo_env_and_model(
             env=env, tensorboard_log=experiment.tensorboard_log, seed=seed, verbose=0, device=device, **processed
         )
     return env, model, experiment
+
+
+def random_policy_scores(
+    games: dict[str, str], random_returns: Any, episodes: int, seed: int, out: str | os.PathLike
+) -> dict[str, Any]:
+    """
+    The uniformly random policy's returns on each game (``{key: env_id}``), by ``random_returns(env_id, episodes,
+    seed)``: their mean, std and values under ``games[key]``, written to ``out`` after each game.
+    """
+    result: dict[str, Any] = {"episodes": episodes, "seed": seed, "command": command_line(), "machine": machine_info()}
+    result["games"] = {}
+    for key, env_id in games.items():
+        returns = random_returns(env_id, episodes, seed)
+        result["games"][key] = {"mean": float(np.mean(returns)), "std": float(np.std(returns)), "returns": returns}
+        print(f"{key}: random policy {np.mean(returns):.2f} +/- {np.std(returns):.2f} over {episodes} episodes")
+        write_json(out, result)
+    return result

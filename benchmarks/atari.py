@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", help="cpu, cuda, auto")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--vec-env", choices=["dummy", "subproc"], default="dummy", help="environments in one process or each in its own")
+    parser.add_argument(
+        "--vec-env", choices=["dummy", "subproc"], default="dummy", help="environments in one process or each in its own"
+    )
     parser.add_argument("--checkpoint-freq", type=int, default=50_000, help="steps between checkpoints")
     parser.add_argument("--eval-freq", type=int, default=None, help="steps between evaluations (default: budget / 10)")
     parser.add_argument("--eval-episodes", type=int, default=5)

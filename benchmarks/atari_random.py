@@ -13,9 +13,8 @@ import argparse
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from benchmarks._common import RESULTS_DIR, command_line, machine_info, register_envs, write_json
+from benchmarks._common import RESULTS_DIR, random_policy_scores, register_envs
 from benchmarks.atari import env_id_of
 
 #: The five games of Atari-5 (Aitchison et al., ICML 2023) and the game the ``atari`` entry was tuned on
@@ -49,15 +48,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=str(RESULTS_DIR / "atari" / "random.json"))
     args = parser.parse_args(argv)
     register_envs()
-    result: dict[str, Any] = {"episodes": args.episodes, "seed": args.seed, "command": command_line()}
-    result["machine"] = machine_info()
-    result["games"] = {}
-    for game in args.games:
-        returns = random_returns(env_id_of(game), args.episodes, args.seed)
-        result["games"][game] = {"mean": float(np.mean(returns)), "std": float(np.std(returns)), "returns": returns}
-        print(f"{game}: random policy {np.mean(returns):.1f} +/- {np.std(returns):.1f} over {args.episodes} games")
-        write_json(args.out, result)
-    return result
+    env_ids = {game: env_id_of(game) for game in args.games}
+    return random_policy_scores(env_ids, random_returns, args.episodes, args.seed, args.out)
 
 
 if __name__ == "__main__":

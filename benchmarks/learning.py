@@ -268,7 +268,9 @@ def train_run(
     diagnostics_path = run_dir / "diagnostics.json"
     if diagnostics_every > 0:
         rows = json.loads(diagnostics_path.read_text()) if diagnostics_path.is_file() and resumed_from else []
-        diagnostics_callback = DiagnosticsCallback(diagnostics_path, [r for r in rows if r["timesteps"] <= (resumed_from or 0)])
+        diagnostics_callback = DiagnosticsCallback(
+            diagnostics_path, [r for r in rows if r["timesteps"] <= (resumed_from or 0)]
+        )
         callbacks.append(diagnostics_callback)
     if checkpoint_freq > 0:
         save_freq = max(checkpoint_freq // exp.n_envs, 1)

@@ -14,9 +14,8 @@ import argparse
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from benchmarks._common import RESULTS_DIR, command_line, machine_info, register_envs, write_json
+from benchmarks._common import RESULTS_DIR, random_policy_scores, register_envs
 
 GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 #: The time limit of the MinAtar entries (``hyperparams/trpo_plus.yml``, ``benchmarks/hyperparams.yml``)
@@ -48,16 +47,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=str(RESULTS_DIR / "minatar_random.json"))
     args = parser.parse_args(argv)
     register_envs()
-    result: dict[str, Any] = {"episodes": args.episodes, "seed": args.seed, "command": command_line()}
-    result["machine"] = machine_info()
-    result["games"] = {}
-    for game in args.games:
-        env_id = f"MinAtar/{game}-v1"
-        returns = random_returns(env_id, args.episodes, args.seed)
-        result["games"][env_id] = {"mean": float(np.mean(returns)), "std": float(np.std(returns)), "returns": returns}
-        print(f"{env_id}: random policy {np.mean(returns):.2f} +/- {np.std(returns):.2f} over {args.episodes} episodes")
-    write_json(args.out, result)
-    return result
+    env_ids = {f"MinAtar/{game}-v1": f"MinAtar/{game}-v1" for game in args.games}
+    return random_policy_scores(env_ids, random_returns, args.episodes, args.seed, args.out)
 
 
 if __name__ == "__main__":

@@ -505,7 +505,6 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Int
     Per algorithm: mean and IQM of the scores with 95% stratified-bootstrap intervals (rliable). ``scores[algo]``:
     one score per seed, or a ``(seeds, tasks)`` matrix aggregated over all its entries.
     """
-    from rliable import library as rly
     from rliable import metrics
 
     def aggregates(x: np.ndarray) -> np.ndarray:
@@ -576,9 +575,7 @@ def plot_mean_curves(
     """
     rng = np.random.default_rng(0)
     for algo, records in by_algo.items():
-        points = [
-            [(t, v) for t, v in zip(r["curve"]["timesteps"], r["curve"].get(key, [])) if v is not None] for r in records
-        ]
+        points = [[(t, v) for t, v in zip(r["curve"]["timesteps"], r["curve"].get(key, [])) if v is not None] for r in records]
         points = [p for p in points if p]
         if not points:
             continue
@@ -729,7 +726,9 @@ def plot_breakout_curves(records: list[dict[str, Any]], path: Path) -> None:
         groups[record["algo_label"]].append(record)
         colors[record["algo_label"]] = _breakout_color(record, variants)
     fig, axes = _pyplot().subplots(1, 2, figsize=(11, 3.8))
-    for ax, key, title in zip(axes, ("mean", "train_ep_rew_mean"), ("evaluation return", "training reward (last 100 episodes)")):
+    for ax, key, title in zip(
+        axes, ("mean", "train_ep_rew_mean"), ("evaluation return", "training reward (last 100 episodes)")
+    ):
         plot_mean_curves(ax, groups, key, colors)
         _finish_axes(ax, title, 7)
     fig.suptitle("BreakoutNoFrameskip-v4, every recorded run: mean over seeds, 95% bootstrap CI", fontsize=10)

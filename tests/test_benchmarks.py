@@ -14,8 +14,8 @@ import torch as th
 pytest.importorskip("rl_zoo3")
 
 from benchmarks import atari, fvp, learning, report, throughput
-from benchmarks.experiments import direction_quality, layer_change, minatar_tuning, rollout_batch
 from benchmarks._common import load_hyperparams
+from benchmarks.experiments import direction_quality, layer_change, minatar_tuning, rollout_batch
 
 pytestmark = pytest.mark.benchmarks
 
@@ -548,7 +548,9 @@ def test_atari5_section(tmp_path, monkeypatch):
     # the aggregate: 12 runs at 2.0 and 3 at 0.5 -> IQM over the 15 runs' middle half is 2.0; PPO at 1.0
     assert "| TRPOPlus | 2.00 [" in text and "| PPO | 1.00 [1.00, 1.00] |" in text
     assert "P(TRPOPlus > PPO), averaged over the games (rliable): 0.80" in text
-    assert "Goal (aggregate IQM >= 1.0): **met** (TRPOPlus 2.00). Aim (>= 1.1, no game behind PPO's interval): **missed**" in text
+    assert (
+        "Goal (aggregate IQM >= 1.0): **met** (TRPOPlus 2.00). Aim (>= 1.1, no game behind PPO's interval): **missed**" in text
+    )
     assert "Ahead: BattleZone, DoubleDunk, NameThisGame, Phoenix; level: none; behind: Qbert." in text
     assert (tmp_path / "images" / "atari5_profile.png").is_file() and (tmp_path / "images" / "atari5_curves.png").is_file()
     # with a game short of seeds, no aggregate

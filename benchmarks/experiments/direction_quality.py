@@ -125,7 +125,7 @@ def _direction(model: TRPOPlus, params: list, method: str, rollout_data: Any, en
     model.sub_sampling_factor = 1
     batch = model._policy_batch(rollout_data)
     if name in ("natural", "gradient"):
-        dist = model._distribution(batch)
+        dist, _ = model._distribution(batch)
         objective, _ = model._objective(dist, batch, ent_coef)
         if args:
             model.cg_sub_sampling_factor = max(1, len(batch.actions) // int(args[0]))
