@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections import OrderedDict
@@ -74,6 +75,14 @@ def command_line() -> str:
     """The command that started this process, as typed (``python -m benchmarks.x ...``)."""
     argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
     return " ".join(["python", *argv[1:]])
+
+
+def git_commit() -> str | None:
+    """The commit the run is made at (``BENCHMARK_COMMIT`` where the copy has no git history, e.g. a lent machine)."""
+    if os.environ.get("BENCHMARK_COMMIT"):
+        return os.environ["BENCHMARK_COMMIT"]
+    completed = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
+    return (completed.stdout.strip() or None) if completed.returncode == 0 else None
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:

@@ -25,25 +25,17 @@ Usage::
 """
 
 import argparse
-import os
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks._common import (
-    REPO_ROOT,
     RESULTS_DIR,
-    command_line,
-    load_hyperparams,
-    machine_info,
-    parse_params,
     set_threads,
     write_json,
 )
-from benchmarks.learning import train_run
+from benchmarks.learning import recorded_run
 
 #: Evaluations averaged for the "late" score beside the final one (the final evaluation included)
 LATE_EVALUATIONS = 3
@@ -67,14 +59,6 @@ def record_path(results_dir: Path, game: str, algo: str, seed: int) -> Path:
 def run_dir_of(results_dir: Path, game: str, algo: str, seed: int) -> Path:
     """Checkpoints, the partial curve and diagnostics of a run (under ``results/tmp/``, not committed)."""
     return results_dir / "tmp" / "atari" / game_of(env_id_of(game)).lower() / algo / f"seed{seed}"
-
-
-def git_commit() -> str | None:
-    """The commit the run is made at (``BENCHMARK_COMMIT`` where the copy has no git history, e.g. a lent machine)."""
-    if os.environ.get("BENCHMARK_COMMIT"):
-        return os.environ["BENCHMARK_COMMIT"]
-    completed = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
-    return (completed.stdout.strip() or None) if completed.returncode == 0 else None
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -109,40 +93,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out_path = record_path(results_dir, args.env, args.algo, args.seed)
     if run_dir.exists() and not args.resume:
         raise SystemExit(f"{run_dir} exists: add --resume to continue it, or delete it to start again")
-    hyperparams, source = load_hyperparams(args.algo, env_id)
-    hyperparams.update(parse_params(args.params))
     eval_freq = args.eval_freq if args.eval_freq is not None else max(budget // 10, 1)
-    started = time.strftime("%Y-%m-%d %H:%M:%S")
-    record = train_run(
+    # the final evaluation over more episodes than the periodic ones, and the diagnostics binned per 50k steps
+    options = dict(final_episodes=args.final_episodes, diagnostics_every=DIAGNOSTICS_EVERY, vec_env_type=args.vec_env)
+    record = recorded_run(
+        args,
         args.algo,
         env_id,
         args.seed,
         budget,
         run_dir,
-        hyperparams=hyperparams,
-        device=args.device,
         eval_freq=eval_freq,
-        eval_episodes=args.eval_episodes,
-        final_episodes=args.final_episodes,
-        n_eval_envs=args.n_eval_envs,
         checkpoint_freq=args.checkpoint_freq,
         tensorboard=args.tensorboard,
-        log_args=args,
-        diagnostics_every=DIAGNOSTICS_EVERY,
-        vec_env_type=args.vec_env,
+        **options,
     )
-    record.update(
-        late={
-            "evaluations": LATE_EVALUATIONS,
-            "mean": float(np.mean(record["curve"]["mean"][-LATE_EVALUATIONS:])),
-        },
-        hyperparams_source=source + (f" with {' '.join(args.params)}" if args.params else ""),
-        started=started,
-        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-        command=command_line(),
-        commit=git_commit(),
-        machine=machine_info(),
-    )
+    record["late"] = {"evaluations": LATE_EVALUATIONS, "mean": float(np.mean(record["curve"]["mean"][-LATE_EVALUATIONS:]))}
     record.pop("run_dir", None)
     write_json(out_path, record)
     print(

@@ -57,6 +57,7 @@ from benchmarks._common import (
     command_line,
     common_budget,
     env_dirname,
+    git_commit,
     load_hyperparams,
     machine_info,
     parse_params,
@@ -428,11 +429,36 @@ def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None
     run_dir = work_dir(results_dir, algo, env_id, seed)
     if args.force and run_dir.exists():
         shutil.rmtree(run_dir)
-    # The YAML entry, with the --params overrides on top (a tuning variant); None: the entry as train_run reads it
-    hyperparams, source = None, None
-    if args.params:
-        hyperparams, source = load_hyperparams(algo, env_id)
-        hyperparams.update(parse_params(args.params))
+    record = recorded_run(
+        args,
+        algo,
+        env_id,
+        seed,
+        n_timesteps,
+        run_dir,
+        eval_freq=eval_freq,
+        checkpoint_freq=args.checkpoint_freq if n_timesteps > args.checkpoint_freq > 0 else 0,
+    )
+    record.update(
+        budget_source="given" if args.n_timesteps is not None else args.budget_source, budget_scale=args.budget_scale
+    )
+    write_json(out, record)
+    # The run is complete: its checkpoints are no longer needed (the final model stays in the work folder)
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    print(f"{algo} {env_id} seed {seed}: final {record['final']['mean']:.1f} +/- {record['final']['std']:.1f} -> {out}")
+
+
+def recorded_run(
+    args: argparse.Namespace, algo: str, env_id: str, seed: int, n_timesteps: int, run_dir: Path, **options: Any
+) -> dict[str, Any]:
+    """
+    :func:`train_run` with the YAML entry and the command line's ``--params`` overrides on top, its evaluation and
+    device options from the command line, and the record stamped with when, how and where it ran.
+
+    :param options: further keyword arguments of :func:`train_run` (``eval_freq``, ``checkpoint_freq``, ...)
+    """
+    hyperparams, source = load_hyperparams(algo, env_id)
+    hyperparams.update(parse_params(args.params))
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     record = train_run(
         algo,
@@ -442,26 +468,20 @@ def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None
         run_dir,
         hyperparams=hyperparams,
         device=args.device,
-        eval_freq=eval_freq,
         eval_episodes=args.eval_episodes,
         n_eval_envs=args.n_eval_envs,
-        checkpoint_freq=args.checkpoint_freq if n_timesteps > args.checkpoint_freq > 0 else 0,
         log_args=args,
+        **options,
     )
-    if args.params:
-        record["hyperparams_source"] = f"{source} with {' '.join(args.params)}"
     record.update(
-        budget_source="given" if args.n_timesteps is not None else args.budget_source,
-        budget_scale=args.budget_scale,
+        hyperparams_source=source + (f" with {' '.join(args.params)}" if args.params else ""),
         started=started,
         finished=time.strftime("%Y-%m-%d %H:%M:%S"),
         command=command_line(),
+        commit=git_commit(),
         machine=machine_info(),
     )
-    write_json(out, record)
-    # The run is complete: its checkpoints are no longer needed (the final model stays in the work folder)
-    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    print(f"{algo} {env_id} seed {seed}: final {record['final']['mean']:.1f} +/- {record['final']['std']:.1f} -> {out}")
+    return record
 
 
 def child_command(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> list[str]:

@@ -25,6 +25,16 @@ from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
 from sb3_trpo_plus.plot import plot_diagnostics
 
 N_TIMESTEPS = 40_000
+#: Deliberately too large a radius, with a line search that may not backtrack: full steps overshoot
+TOO_LARGE = {"target_kl": 1.0, "line_search_max_iter": 1}
+ADAPTIVE = {
+    "ls_fail_threshold": 3,
+    "max_kl_decay": 0.5,
+    "min_max_kl": 0.005,
+    "damping_growth": 1.5,
+    "max_damping": 0.5,
+    "recovery_window": 10,
+}
 
 
 def main() -> None:
@@ -38,34 +48,22 @@ def main() -> None:
         "MlpPolicy",
         "CartPole-v1",
         n_steps=512,
-        # Deliberately too large a radius, with a line search that may not backtrack: full steps overshoot
-        target_kl=1.0,
-        line_search_max_iter=1,
         ent_coef=0.01,
         ent_coef_decay=0.98,
         stats_window_size=20,
         tensorboard_log=args.log_dir,
         seed=0,
+        **TOO_LARGE,
     )
-    adaptive = AdaptiveTrustRegionCallback(
-        ls_fail_threshold=3,
-        max_kl_decay=0.5,
-        min_max_kl=0.005,
-        damping_growth=1.5,
-        max_damping=0.5,
-        recovery_window=10,
-        verbose=1,
-    )
+    adaptive = AdaptiveTrustRegionCallback(**ADAPTIVE, verbose=1)
     evaluation = EvalCallback(Monitor(gym.make("CartPole-v1")), eval_freq=4096, n_eval_episodes=5, verbose=0)
     model.learn(N_TIMESTEPS, callback=CallbackList([adaptive, evaluation]), tb_log_name="TRPOPlus")
 
     run_dir = Path(model.logger.get_dir())
-    output = plot_diagnostics(
-        run_dir,
-        args.output,
-        title="TRPOPlus on CartPole-v1: target_kl=1.0 with line_search_max_iter=1 (too large on purpose)\n"
-        "AdaptiveTrustRegionCallback(ls_fail_threshold=3, max_kl_decay=0.5, damping_growth=1.5, recovery_window=10)",
-    )
+    settings = ", ".join(f"{name}={value}" for name, value in TOO_LARGE.items())
+    callback = ", ".join(f"{name}={value}" for name, value in ADAPTIVE.items())
+    title = f"TRPOPlus on CartPole-v1: {settings} (too large on purpose)\nAdaptiveTrustRegionCallback({callback})"
+    output = plot_diagnostics(run_dir, args.output, title=title)
     print(f"Logs in {run_dir}, picture in {output}")
 
 

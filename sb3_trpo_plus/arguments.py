@@ -1,7 +1,8 @@
 """
-The arguments of :class:`~sb3_trpo_plus.TRPOPlus`, checked in one place: at construction (:func:`check_arguments`),
-on assignment of the settings callbacks may change (:class:`CheckedSetting`), and when loading (the same
-:func:`check_arguments` on the loaded model). Each check raises a ``ValueError`` naming the argument and what it allows.
+The arguments of :class:`~sb3_trpo_plus.TRPOPlus`, checked in one place, once for each way in: at construction
+(:func:`check_arguments`), on assignment of the settings callbacks may change (:class:`CheckedSetting`), and when
+loading (:func:`check_loaded_model`: the same :func:`check_arguments` on the loaded model). Each check raises a
+``ValueError`` naming the argument and what it allows.
 
 This module uses nothing else of ``sb3_trpo_plus``.
 """
@@ -270,11 +271,11 @@ def check_loaded_model(model: Any) -> None:
     Check what SB3's ``load`` wrote straight into a model's ``__dict__`` (past the setters) before anything uses it:
     every argument of the constructor, as the constructor checks it.
 
-    ``load`` builds the model with default arguments, then ``__dict__.update``s the saved data: a checkpoint of
-    sb3-contrib TRPO (or of an older TRPOPlus) holds ``target_kl``, ``cg_damping``, ... as plain attributes, which
-    the checked settings would hide; they go through the setters here, and so do the values a TRPOPlus checkpoint
-    stores. The initial trust region is the checkpoint's own: the saved one, or for a checkpoint that has none
-    (sb3-contrib TRPO never adapts its trust region), its ``target_kl`` and ``cg_damping``.
+    ``load`` builds the model with default arguments, then ``__dict__.update``s the saved data and its own keyword
+    arguments: a checkpoint of sb3-contrib TRPO (or of an older TRPOPlus) and ``load(path, target_kl=...)`` hold
+    ``target_kl``, ``cg_damping``, ... as plain attributes, which the checked settings would hide; they go through
+    the setters here (a keyword argument of ``load`` over the saved value), and so do the values a TRPOPlus
+    checkpoint stores.
     """
     for name in TRAINING_SETTINGS:
         if name in model.__dict__:
@@ -282,10 +283,6 @@ def check_loaded_model(model: Any) -> None:
         elif f"_{name}" in model.__dict__:
             setattr(model, name, model.__dict__[f"_{name}"])
     check_model_arguments(model)
-    if "_initial_target_kl" not in model.__dict__:
-        model.initial_target_kl = model.target_kl
-    if "_initial_cg_damping" not in model.__dict__:
-        model.initial_cg_damping = model.cg_damping
 
 
 def check_environment(

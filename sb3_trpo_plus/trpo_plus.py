@@ -236,11 +236,19 @@ class TRPOPlus(OnPolicyAlgorithm):
         self._line_search_warned = False
 
         if _init_setup_model:
-            self._setup_model()
+            self._build_model()  # (its arguments were checked above)
 
     def _setup_model(self) -> None:
+        # SB3's hook, which `load` calls after writing the saved values and its own keyword arguments straight into
+        # __dict__, past the setters: they are checked here, as the constructor checks its own
         arguments.check_loaded_model(self)
+        self._build_model()
+
+    def _build_model(self) -> None:
         super()._setup_model()
+        if "_initial_target_kl" not in self.__dict__:
+            # (a model that has none yet: a new one, or a checkpoint of sb3-contrib TRPO, whose radius never moves)
+            self.initial_target_kl, self.initial_cg_damping = self.target_kl, self.cg_damping
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
         if any(isinstance(module, nn.Conv2d) for module in self.policy.modules()):
             # channels_last halves the cost of the convolutions' backward pass on CPU (one per Fisher-vector
@@ -295,16 +303,13 @@ class TRPOPlus(OnPolicyAlgorithm):
         **kwargs: Any,
     ) -> SelfTRPOPlus:
         """
-        Load the model from a zip-file (SB3's ``load``, whose arguments it takes; only load files you trust). The
-        training settings among ``kwargs`` are checked before the file is read and set after the saved ones (the
-        saved initial trust region stays the checkpoint's own); then every argument of the loaded model is checked as
-        the constructor checks it (the same ``ValueError``).
+        Load the model from a zip-file (SB3's ``load``, whose arguments it takes; only load files you trust).
+        ``kwargs`` change the loaded model's arguments (a training setting such as ``target_kl`` among them replaces
+        the saved value; the saved initial trust region stays the checkpoint's own), and every argument of the loaded
+        model is then checked as the constructor checks it (the same ``ValueError``).
         """
-        arguments.check_renamed_arguments(kwargs)
-        settings = {name: kwargs.pop(name) for name in arguments.TRAINING_SETTINGS if name in kwargs}
-        for name, value in settings.items():
-            arguments.check_setting(name, value)  # (before the file is read)
-        model = super().load(
+        arguments.check_renamed_arguments(kwargs)  # (SB3 would write an unknown name into the model unseen)
+        return super().load(
             path,
             env=env,
             device=device,
@@ -313,10 +318,6 @@ class TRPOPlus(OnPolicyAlgorithm):
             force_reset=force_reset,
             **kwargs,
         )
-        for name, value in settings.items():
-            setattr(model, name, value)
-        arguments.check_model_arguments(model)  # (again, with the settings of kwargs)
-        return model
 
     def set_parameters(
         self,
@@ -728,14 +729,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfTRPOPlus:
-        return super().learn(
-            total_timesteps=total_timesteps,
-            callback=callback,
-            log_interval=log_interval,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-        )
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
 
 
 def decayed_ent_coef(ent_coef: float, ent_coef_decay: float, min_ent_coef: float, n_updates: int) -> float:

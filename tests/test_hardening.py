@@ -126,6 +126,21 @@ def test_bad_setting_refused_by_load(tmp_path):
     assert loaded.ent_coef_schedule(1.0) == 0.05
 
 
+def test_arguments_checked_once_per_way_in(tmp_path, monkeypatch):
+    from sb3_trpo_plus import arguments
+
+    calls = []
+    checked = arguments.check_arguments
+    monkeypatch.setattr(arguments, "check_arguments", lambda **given: calls.append(given) or checked(**given))
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, target_kl=0.02, seed=0)
+    assert [given["target_kl"] for given in calls] == [0.02]  # construction: once, before the model is built
+    model.save(tmp_path / "model")
+    calls.clear()
+    TRPOPlus.load(tmp_path / "model", target_kl=0.003)
+    # load: the constructor's check of its defaults, then once on the loaded values with the keyword arguments
+    assert [given["target_kl"] for given in calls] == [0.01, 0.003]
+
+
 #: Arguments outside what the constructor allows (n_critic_updates=0 is allowed: the critic is then never trained)
 BAD_ARGUMENTS = [
     dict(n_critic_updates=-1),
