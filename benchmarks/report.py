@@ -1003,7 +1003,12 @@ def _number_word(number: int) -> str:
 
 
 def minatar_section(
-    results_dir: Path, seeds: list[int] = MINATAR_SEEDS, plus_dir: Path | None = None, intro_block: str = "minatar"
+    results_dir: Path,
+    images_dir: Path,
+    docs_dir: Path,
+    seeds: list[int] = MINATAR_SEEDS,
+    plus_dir: Path | None = None,
+    intro_block: str = "minatar",
 ) -> str:
     """
     Per game and aggregated over the games (those with every seed of both algorithms): TRPOPlus against PPO,
@@ -1087,7 +1092,15 @@ def minatar_section(
     else:
         games_text = fill("minatar.aggregate.some", complete=len(complete), total=len(games), names=", ".join(complete))
     rows_aggregate = ({"label": ALGO_LABELS[algo], **estimates[algo]} for algo in MINATAR_ALGOS)
-    aggregate = fill("minatar.aggregate", games=games_text, rows=fill_each("minatar.aggregate.row", rows_aggregate))
+    profile = images_dir / f"{intro_block.replace('.', '_')}_profile.png"
+    title = f"MinAtar: performance profile (all runs of {games_text}, seeds {', '.join(map(str, seeds))})"
+    plot_performance_profile({algo: np.array(values).T for algo, values in normalized.items()}, profile, title, "PPO's mean")
+    aggregate = fill(
+        "minatar.aggregate",
+        games=games_text,
+        rows=fill_each("minatar.aggregate.row", rows_aggregate),
+        image=_image_link(profile, docs_dir),
+    )
     if len(complete) < len(games):
         return paragraphs(intro, aggregate)
     plus_iqm = estimates[plus_algo]["iqm"].point
@@ -1103,12 +1116,14 @@ def minatar_section(
     return paragraphs(intro, aggregate, goal)
 
 
-def minatar_sections(results_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> list[str]:
+def minatar_sections(results_dir: Path, images_dir: Path, docs_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> list[str]:
     """Section 5 on ``seeds``, and 5.1 (the entry before, when its runs are kept) on the seeds it was run on."""
-    sections = [minatar_section(results_dir, seeds)]
+    sections = [minatar_section(results_dir, images_dir, docs_dir, seeds)]
     if (results_dir / MINATAR_PREVIOUS_ENTRY / "learning").is_dir():
         previous = results_dir / MINATAR_PREVIOUS_ENTRY
-        sections.append(minatar_section(results_dir, MINATAR_PREVIOUS_ENTRY_SEEDS, previous, "minatar.previous"))
+        sections.append(
+            minatar_section(results_dir, images_dir, docs_dir, MINATAR_PREVIOUS_ENTRY_SEEDS, previous, "minatar.previous")
+        )
     return sections
 
 
@@ -1160,8 +1175,12 @@ def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], pat
     _save_figure(fig, path)
 
 
-def plot_performance_profile(normalized: dict[str, np.ndarray], path: Path) -> None:
-    """rliable's performance profile of the normalized scores: the fraction of runs above each score, with 95% bands."""
+def plot_performance_profile(normalized: dict[str, np.ndarray], path: Path, title: str, reference: str) -> None:
+    """
+    rliable's performance profile of the normalized scores: the fraction of runs above each score, with 95% bands.
+
+    :param reference: what normalized score 1 is (``"PPO's IQM"``)
+    """
     from rliable import library as rly
     from rliable import plot_utils
 
@@ -1179,12 +1198,12 @@ def plot_performance_profile(normalized: dict[str, np.ndarray], path: Path) -> N
         taus,
         performance_profile_cis={labels[a]: v for a, v in bands.items()},
         colors={labels[a]: COLORS[a] for a in normalized},
-        xlabel="normalized score τ (random = 0, PPO's IQM = 1)",
+        xlabel=f"normalized score τ (random = 0, {reference} = 1)",
         ylabel="fraction of runs with score > τ",
         ax=ax,
     )
     ax.legend(fontsize=8)
-    ax.set_title("Atari-5: performance profile (all runs of the five games)", fontsize=9)
+    ax.set_title(title, fontsize=9)
     _save_figure(fig, path)
 
 
@@ -1256,7 +1275,7 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     parts.append(fill("atari5.human", rows="\n".join(human_rows)))
     n_seeds = min(paired_counts.values())
     if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
-        waiting = ", ".join(f"{game} {count}" for game, count in paired_counts.items())
+        waiting = ", ".join(f"{game} {count} of {ATARI_MIN_SEEDS}" for game, count in paired_counts.items())
         parts.append(fill("atari5.aggregate.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
         return paragraphs(*parts)
     # (seeds, games) matrices on the first n_seeds paired seeds of every game, normalized by random = 0, PPO's IQM = 1
@@ -1278,7 +1297,7 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     low, high = np.ravel(intervals["pair"])
     improvement = Interval(float(np.ravel(points["pair"])[0]), float(low), float(high))
     profile = images_dir / "atari5_profile.png"
-    plot_performance_profile(normalized, profile)
+    plot_performance_profile(normalized, profile, "Atari-5: performance profile (all runs of the five games)", "PPO's IQM")
     plus_iqm = estimates[plus_algo]["iqm"]
     behind = [game for game, place in places.items() if place < 0]
     parts.append(
@@ -1335,7 +1354,7 @@ def main(argv: list[str] | None = None) -> str:
         learning_section(results_dir, images_dir, docs_dir),
         breakout_section(results_dir, images_dir, docs_dir),
         breakout_tuning_section(results_dir),
-        *minatar_sections(results_dir, args.minatar_seeds),
+        *minatar_sections(results_dir, images_dir, docs_dir, args.minatar_seeds),
         atari5_section(results_dir, images_dir, docs_dir),
     ]
     page = fill(

@@ -86,10 +86,9 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param rollout_buffer_class: Rollout buffer class to use. If ``None``, it will be automatically selected.
     :param rollout_buffer_kwargs: Keyword arguments to pass to the rollout buffer on creation
     :param normalize_advantage: Whether to normalize or not the advantage
-    :param target_kl: Trust-region radius: the largest ``KL(old || new)`` (mean over the batch, averaged over the
-        action dimensions of Box and MultiBinary actions as in sb3-contrib TRPO) an accepted step may have. Should be
-        small for stability. Values like 0.01, 0.05. Callbacks may change it during training (see
-        ``sb3_trpo_plus.callbacks``).
+    :param target_kl: Trust-region radius: the largest ``KL(old || new)`` an accepted step may have (mean over the
+        batch; averaged over the action dimensions of Box and MultiBinary actions, as in sb3-contrib TRPO), small
+        for stability, like 0.01 or 0.05. Callbacks may change it during training (``sb3_trpo_plus.callbacks``).
     :param sub_sampling_factor: Sub-sample the batch to make computation faster (one ``sub_sampling_factor``-th of
         the rollout, drawn at random at each update), see p40-42 of John Schulman thesis http://joschu.net/docs/thesis.pdf
     :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average

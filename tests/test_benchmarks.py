@@ -297,7 +297,9 @@ def test_minatar_aggregate(tmp_path, monkeypatch):
                 path = tmp_path / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps({"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": score}}))
-    text = minatar_section(tmp_path)
+    text = minatar_section(tmp_path, tmp_path / "images", tmp_path)
+    # the aggregate's performance profile, linked from the page
+    assert (tmp_path / "images" / "minatar_profile.png").is_file() and "](images/minatar_profile.png)" in text
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
     assert "**yes**" in rows["Freeway"] and "**yes**" not in rows["Breakout"]
     assert "| 2.00 |" in rows["Breakout"]  # TRPOPlus's normalized mean on a game
@@ -339,17 +341,19 @@ def test_minatar_previous_entry(tmp_path, monkeypatch):
     def rows(text):
         return {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
 
-    now = rows(report.minatar_section(tmp_path))
+    now = rows(report.minatar_section(tmp_path, tmp_path / "images", tmp_path))
     assert "| 50.0 " in now["Asterix"] and "| 5.00 |" in now["Asterix"]
     assert now["Breakout"].split(" | ")[2:4] == [report.NOT_RUN, "10.0 [10.0, 10.0]"]
-    before_text = report.minatar_section(tmp_path, plus_dir=previous, intro_block="minatar.previous")
+    before_text = report.minatar_section(
+        tmp_path, tmp_path / "images", tmp_path, plus_dir=previous, intro_block="minatar.previous"
+    )
     before = rows(before_text)
     assert "5.1 The MinAtar entry before" in before_text
     assert all("| 30.0 " in before[game] and "| 3.00 |" in before[game] for game in report.MINATAR_GAMES)
     assert before["TRPOPlus"].split(" | ")[1].startswith("3.00 ")  # the aggregate IQM, from the previous runs only
     # The goal is judged once every game has its runs: met by the previous entry, not yet for the entry now
     assert "no game below PPO's interval): **met**" in before_text and "games below PPO's interval: none)" in before_text
-    assert "Goal (" not in report.minatar_section(tmp_path)
+    assert "Goal (" not in report.minatar_section(tmp_path, tmp_path / "images", tmp_path)
 
 
 def test_minatar_previous_entry_keeps_its_seeds(tmp_path, monkeypatch):
@@ -370,7 +374,7 @@ def test_minatar_previous_entry_keeps_its_seeds(tmp_path, monkeypatch):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 record = {"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": 10.0 + seed}}
                 path.write_text(json.dumps(record))
-    now, before = report.minatar_sections(tmp_path, now_seeds)
+    now, before = report.minatar_sections(tmp_path, tmp_path / "images", tmp_path, now_seeds)
     n_now, n_before = len(now_seeds), len(previous_seeds)
     assert f"| {n_now} / {n_now} |" in now and "Goal (" in now
     assert f"| {n_before} / {n_before} |" in before and "Goal (" in before

@@ -82,6 +82,27 @@ def test_docs_build(tmp_path):
     assert "evaluate_policy" in (out / "getting_started.html").read_text(encoding="utf-8")
 
 
+def test_every_argument_described_where_declared():
+    """
+    Each constructor argument has one ``:param`` in the class docstring, in the signature's order, of a sentence or
+    two; and the Parameters section of trpo_plus.md says what each checked argument allows.
+    """
+    import inspect
+
+    from sb3_trpo_plus import TRPOPlus, arguments
+
+    described = re.findall(r":param (\w+):(.*?)(?=\n\s*:param|\Z)", TRPOPlus.__doc__, re.DOTALL)
+    signature = list(inspect.signature(TRPOPlus.__init__).parameters)[1:]
+    assert [name for name, _ in described] == signature
+    for name, text in described:
+        sentences = [part for part in re.split(r"(?<=[.)])\s+(?=[A-Z])", " ".join(text.split())) if part]
+        assert 1 <= len(sentences) <= 3, (name, sentences)
+    page = (DOCS / "trpo_plus.md").read_text(encoding="utf-8")
+    parameters = page[page.index("## Parameters") : page.index("### Class reference")]
+    for name in arguments.CHECKED_ARGUMENTS:
+        assert f"`{name}`" in parameters, name
+
+
 def test_every_page_is_in_the_site():
     """Each markdown page of docs/ is in a toctree (Sphinx would warn), and there are examples to run."""
     index = (DOCS / "index.md").read_text(encoding="utf-8")
