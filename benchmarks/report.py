@@ -1184,7 +1184,9 @@ def plot_performance_profile(normalized: dict[str, np.ndarray], path: Path, titl
     from rliable import library as rly
     from rliable import plot_utils
 
-    taus = np.linspace(0.0, max(2.0, float(max(values.max() for values in normalized.values()))), 81)
+    # up to the 95th percentile of all runs (at least 2): one far-out run would squeeze the rest into the left edge
+    high = float(np.percentile(np.concatenate([values.ravel() for values in normalized.values()]), 95))
+    taus = np.linspace(0.0, max(2.0, float(np.ceil(high))), 81)
     global_state = np.random.get_state()
     np.random.seed(BOOTSTRAP_SEED)
     try:
