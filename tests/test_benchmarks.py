@@ -560,5 +560,5 @@ def test_atari5_section(tmp_path, monkeypatch):
     # with a game short of seeds, no aggregate
     (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
     text = report.atari5_section(tmp_path, tmp_path / "images", tmp_path)
-    assert "Aggregate and verdict: not yet" in text and "Qbert 2." in text
+    assert "Aggregate and verdict: not yet" in text and "Qbert 2 of 3." in text
     assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | not yet (2 of 3 seeds) | 3 / 2 |" in text
