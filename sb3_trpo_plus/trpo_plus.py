@@ -245,9 +245,11 @@ class TRPOPlus(OnPolicyAlgorithm):
 
     def _build_model(self) -> None:
         super()._setup_model()
+        # (a model that has none yet: a new one, or a checkpoint of sb3-contrib TRPO, whose radius never moves)
         if "_initial_target_kl" not in self.__dict__:
-            # (a model that has none yet: a new one, or a checkpoint of sb3-contrib TRPO, whose radius never moves)
-            self.initial_target_kl, self.initial_cg_damping = self.target_kl, self.cg_damping
+            self.initial_target_kl = self.target_kl
+        if "_initial_cg_damping" not in self.__dict__:
+            self.initial_cg_damping = self.cg_damping
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
         if any(isinstance(module, nn.Conv2d) for module in self.policy.modules()):
             # channels_last halves the cost of the convolutions' backward pass on CPU (one per Fisher-vector

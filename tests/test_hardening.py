@@ -623,6 +623,12 @@ def test_sb3_contrib_checkpoint_keeps_its_initial_trust_region(tmp_path):
     loaded = TRPOPlus.load(tmp_path / "contrib")
     assert (loaded.target_kl, loaded.cg_damping) == (0.03, 0.2)
     assert (loaded.initial_target_kl, loaded.initial_cg_damping) == (0.03, 0.2)
+    # Given to load: the values given; one of the pair given, the other still the checkpoint's own (and fixed)
+    given = TRPOPlus.load(tmp_path / "contrib", target_kl=0.02)
+    assert (given.initial_target_kl, given.initial_cg_damping) == (0.02, 0.2)
+    only_radius = TRPOPlus.load(tmp_path / "contrib", initial_target_kl=0.05)
+    only_radius.cg_damping = 0.4
+    assert (only_radius.initial_target_kl, only_radius.initial_cg_damping) == (0.05, 0.2)
     # The adaptive callback's recovery moves back toward those values, not toward TRPOPlus's defaults
     loaded.set_logger(Logger(folder=None, output_formats=[]))
     callback = AdaptiveTrustRegionCallback(ls_fail_threshold=1, min_max_kl=0.001, max_damping=0.5, recovery_window=1)
