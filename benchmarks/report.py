@@ -88,6 +88,24 @@ ATARI_BUDGET = 1_000_000
 ATARI_MIN_SEEDS = 3
 ATARI_GOAL_IQM = 1.0
 ATARI_AIM_IQM = 1.1
+#: The Atari-5 diagnostics table: the steps at the end of a run it averages over, and per algorithm, where each column
+#: comes from (a ``train/*`` value of the record's diagnostics and its sign; a column an algorithm lacks shows n/a)
+ATARI_DIAGNOSTICS_WINDOW = 200_000
+ATARI_DIAGNOSTICS = {
+    "trpo_plus": {
+        "entropy": ("train/entropy", 1),
+        "explained_variance": ("train/explained_variance", 1),
+        "kl": ("train/update_kl", 1),
+        "accepted": ("train/line_search_success_rate", 1),
+        "step_fraction": ("train/step_fraction_mean", 1),
+    },
+    "ppo": {
+        "entropy": ("train/entropy_loss", -1),
+        "explained_variance": ("train/explained_variance", 1),
+        "kl": ("train/approx_kl", 1),
+        "clip_fraction": ("train/clip_fraction", 1),
+    },
+}
 #: Words of a game's verdict: TRPOPlus's IQM above PPO's interval, inside it, below it
 PLACE = {1: "ahead", 0: "level", -1: "behind"}
 COLORS = {"trpo_plus": "tab:blue", "trpo": "tab:orange", "ppo": "tab:green"}
@@ -1160,6 +1178,48 @@ def _place(plus: Interval, reference: Interval) -> int:
     return 1 if plus.point > reference.high else -1 if plus.point < reference.low else 0
 
 
+def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
+    """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
+    diagnostics = record.get("diagnostics") or {}
+    if key not in diagnostics:
+        return None
+    last = record["n_timesteps"] - window
+    pairs = [
+        (value, updates)
+        for end, value, updates in zip(diagnostics["bin_end"], diagnostics[key], diagnostics["n_updates"])
+        if end > last and value is not None and updates
+    ]
+    if not pairs:
+        return None
+    values, weights = zip(*pairs)
+    return float(np.average(values, weights=weights))
+
+
+def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]) -> str:
+    """A row per game and algorithm with finished runs: each ``ATARI_DIAGNOSTICS`` column, averaged over its seeds."""
+    columns = sorted({column for sources in ATARI_DIAGNOSTICS.values() for column in sources})
+    rows = []
+    for game, by_algo in runs.items():
+        for algo, records in by_algo.items():
+            if not records:
+                continue
+            values = {column: None for column in columns}
+            for column, (key, sign) in ATARI_DIAGNOSTICS[algo].items():
+                per_run = [late_diagnostic(record, key) for record in records.values()]
+                per_run = [value for value in per_run if value is not None]
+                values[column] = sign * float(np.mean(per_run)) if per_run else None
+            rows.append(
+                fill(
+                    "atari5.diagnostics.row",
+                    game=game,
+                    label=ALGO_LABELS[algo],
+                    seeds=len(records),
+                    **{column: Shown(value) for column, value in values.items()},
+                )
+            )
+    return "\n".join(rows)
+
+
 def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path) -> None:
     """A panel per game: one line per algorithm, the mean evaluation return over seeds with its 95% bootstrap band."""
     plt = _pyplot()
@@ -1275,6 +1335,9 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         for algo in ATARI_ALGOS
     ]
     parts.append(fill("atari5.human", rows="\n".join(human_rows)))
+    parts.append(
+        fill("atari5.diagnostics", window=ATARI_DIAGNOSTICS_WINDOW // 1000, rows=atari_diagnostics_rows(runs))
+    )
     n_seeds = min(paired_counts.values())
     if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
         waiting = ", ".join(f"{game} {count} of {ATARI_MIN_SEEDS}" for game, count in paired_counts.items())

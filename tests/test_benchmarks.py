@@ -539,6 +539,10 @@ def test_atari5_section(tmp_path, monkeypatch):
         curve = {"timesteps": [0, 500_000, 1_000_000], "mean": [0.0, score / 2, score]}
         record = {"algo": algo, "seed": seed, "n_timesteps": report.ATARI_BUDGET, "curve": curve}
         record.update(final={"mean": score}, late={"mean": score - 1})
+        # the diagnostics table averages the last 200k steps' bins, weighted by their updates: (1 * 10 + 2 * 30) / 40
+        entropy_key, sign = report.ATARI_DIAGNOSTICS[algo]["entropy"]
+        entropy = [sign * value for value in (9.0, 1.0, 2.0)]
+        record["diagnostics"] = {"bin_end": [500_000, 900_000, 1_000_000], "n_updates": [10, 10, 30], entropy_key: entropy}
         path.write_text(json.dumps(record))
 
     # PPO scores random + 100 on every seed (normalized 1); TRPOPlus random + 200 (normalized 2), but behind on Qbert
@@ -556,6 +560,8 @@ def test_atari5_section(tmp_path, monkeypatch):
         "Goal (aggregate IQM >= 1.0): **met** (TRPOPlus 2.00). Aim (>= 1.1, no game behind PPO's interval): **missed**" in text
     )
     assert "Ahead: BattleZone, DoubleDunk, NameThisGame, Phoenix; level: none; behind: Qbert." in text
+    assert "| BattleZone | TRPOPlus | 3 | 1.75 | n/a | n/a | n/a | n/a | n/a |" in text
+    assert "| BattleZone | PPO | 3 | 1.75 | n/a | n/a | n/a | n/a | n/a |" in text
     assert (tmp_path / "images" / "atari5_profile.png").is_file() and (tmp_path / "images" / "atari5_curves.png").is_file()
     # with a game short of seeds, no aggregate
     (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
