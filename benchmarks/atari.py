@@ -13,9 +13,10 @@ the zoo's rule for Atari), and at the end ``--final-episodes`` episodes. Scores 
 sits below ``AtariWrapper``'s reward clipping), so they can be normalized by random and human scores.
 
 Record: ``benchmarks/results/atari/<game>/<algo>/seed<k>.json`` (``<game>`` in lower case): the curve, the final
-evaluation, the mean over the last 3 evaluations, the wall time, the commit it ran at, and ``diagnostics``: every
-``train/*`` value the algorithm logged (line-search success, step fraction, KL, explained variance, entropy, the
-critic's share...), averaged over bins of 50k steps. No TensorBoard files unless ``--tensorboard``.
+evaluation, the mean over the last 3 evaluations, the wall time, ``segments`` (the steps each command made, where,
+at which commit), and ``diagnostics``: every ``train/*`` value the algorithm logged (line-search success, step
+fraction, KL, explained variance, entropy, the critic's share...), averaged over bins of 50k steps. No TensorBoard files
+unless ``--tensorboard``.
 
 Usage::
 

@@ -10,9 +10,10 @@
 #     bash benchmarks/atari_campaign.sh --status        # finished, running and waiting runs
 #     bash benchmarks/atari_campaign.sh --carry         # before a checkout is thrown away: see below
 #
-# Checkpoints live in benchmarks/results/tmp/ (not committed). `--carry` copies the latest checkpoint, curve and
-# diagnostics of every unfinished run to benchmarks/results/in_progress/atari/ (about 20 MB a run, to commit); a run
-# started in a new checkout begins from there, and its carried copy is deleted when it finishes.
+# Checkpoints live in benchmarks/results/tmp/ (not committed). `--carry` copies the latest checkpoint, curve,
+# diagnostics and segments (which commit ran which steps) of every unfinished run to
+# benchmarks/results/in_progress/atari/ (about 20 MB a run, to commit); a run started in a new checkout begins from
+# there, and its carried copy is deleted when it finishes.
 #
 # Extra runs: SEEDS="5 6 7 8 9" GAMES="Breakout" bash benchmarks/atari_campaign.sh (Breakout seeds 5-9, both algorithms)
 set -u
@@ -130,7 +131,7 @@ case $action in
             cp "$checkpoint" "$carry/checkpoints/"
             cp "$work"/checkpoints/*vecnormalize_"$(basename "$checkpoint" | sed 's/.*_\([0-9]*\)_steps.zip/\1/')"_steps.pkl \
                 "$carry/checkpoints/" 2>/dev/null
-            cp "$work"/curve.json "$work"/diagnostics.json "$carry/" 2>/dev/null
+            cp "$work"/curve.json "$work"/diagnostics.json "$work"/segments.json "$carry/" 2>/dev/null
             echo "carried $carry ($(basename "$checkpoint"))"
         done < <(runs)
         ;;

@@ -260,6 +260,8 @@ def train_run(
             curve["eval_s"] = previous.get("eval_s", 0.0)
         print(f"resuming {algo} {env_id} seed {seed} from {model_path.name} ({resumed_from} steps)", flush=True)
     exp._save_config(saved_hyperparams)
+    segments_path = run_dir / "segments.json"
+    segments = start_segment(segments_path, resumed_from, model.device)
 
     eval_env = exp.create_envs(n_eval_envs, eval_env=True)
     eval_env.seed(seed + EVAL_SEED_OFFSET)
@@ -292,6 +294,8 @@ def train_run(
         curve_callback.evaluate()
     elif not curve["timesteps"] or curve["timesteps"][-1] != model.num_timesteps:
         curve_callback.evaluate()
+    segments[-1]["steps"][1] = int(model.num_timesteps)
+    write_json(segments_path, segments)
     model.save(run_dir / "final_model.zip")
     if exp.normalize:
         vec_normalize = model.get_vec_normalize_env()
@@ -324,6 +328,7 @@ def train_run(
             "returns": curve["returns"][-1],
         },
         "resumed_from": resumed_from,
+        "segments": segments,
         "wall_s_this_session": wall,
         "eval_s": curve.get("eval_s", 0.0),
         "run_dir": str(run_dir),
@@ -335,6 +340,25 @@ def train_run(
         diagnostics_callback.save()
         record["diagnostics"] = bin_diagnostics(diagnostics_callback.rows, diagnostics_every)
     return record
+
+
+def start_segment(path: Path, resumed_from: int | None, device: Any) -> list[dict[str, Any]]:
+    """
+    The parts of a run that separate commands made, each ``{"steps": [start, end], "where", "commit"}``, kept in
+    ``path`` across resumes: the part starting now is appended (its end is set when it finishes) and the one before
+    ends where this one resumes (steps after its last checkpoint were lost).
+    """
+    start = resumed_from or 0
+    previous = json.loads(path.read_text()) if resumed_from and path.is_file() else []
+    segments = [segment for segment in previous if segment["steps"][0] < start]
+    if segments:
+        segments[-1]["steps"][1] = start
+    machine = machine_info()
+    gpu = f" ({machine['cuda']})" if device.type == "cuda" else ""
+    where = f"{machine['cpu_model']}, {machine['cpu_count']} cores, {device.type}{gpu}"
+    segments.append({"steps": [start, None], "where": where, "commit": git_commit()})
+    write_json(path, segments)
+    return segments
 
 
 # --- diagnostics -----------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ wait
 echo "all runs ended after $(($(date +%s) - start)) s"
 for f in "$logs"/*.log; do echo "== $f"; tail -n 2 "$f"; done
 find benchmarks/results/atari benchmarks/results/tmp/atari -newer benchmarks/lent_machine_atari.sh -type f \
-    \( -name 'seed*.json' -o -name 'curve.json' -o -name 'diagnostics.json' \) -print0 \
+    \( -name 'seed*.json' -o -name 'curve.json' -o -name 'diagnostics.json' -o -name 'segments.json' \) -print0 \
     | tar czf "$out/records.tgz" --null -T - "$logs"
 unfinished=()
 for run in "$@"; do

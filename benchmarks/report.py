@@ -1335,9 +1335,7 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         for algo in ATARI_ALGOS
     ]
     parts.append(fill("atari5.human", rows="\n".join(human_rows)))
-    parts.append(
-        fill("atari5.diagnostics", window=ATARI_DIAGNOSTICS_WINDOW // 1000, rows=atari_diagnostics_rows(runs))
-    )
+    parts.append(fill("atari5.diagnostics", window=ATARI_DIAGNOSTICS_WINDOW // 1000, rows=atari_diagnostics_rows(runs)))
     n_seeds = min(paired_counts.values())
     if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
         waiting = ", ".join(f"{game} {count} of {ATARI_MIN_SEEDS}" for game, count in paired_counts.items())

@@ -201,15 +201,20 @@ def test_learning_resumes_from_checkpoint(tmp_path):
     assert second["curve"]["timesteps"] == [0, 256, 512, 768, 1024]
 
 
-def test_atari_checkpoint_resume_and_diagnostics(tmp_path):
+def test_atari_checkpoint_resume_and_diagnostics(tmp_path, monkeypatch):
     argv = ["--env", "Breakout", "--algo", "trpo_plus", "--seed", "0", "--params", "n_steps:8", "n_envs:2"]
     argv += ["--checkpoint-freq", "16", "--eval-freq", "32", "--eval-episodes", "1", "--final-episodes", "2"]
     argv += ["--n-eval-envs", "1", "--results-dir", str(tmp_path)]
+    monkeypatch.setenv("BENCHMARK_COMMIT", "first")
     atari.main([*argv, "--budget", "32"])
     with pytest.raises(SystemExit, match="--resume"):
         atari.main([*argv, "--budget", "64"])
+    monkeypatch.setenv("BENCHMARK_COMMIT", "second")
     record = atari.main([*argv, "--budget", "64", "--resume"])
     assert record["resumed_from"] == 32 and record["num_timesteps_done"] == 64
+    # each part of the run names the commit it ran at
+    assert [(s["steps"], s["commit"]) for s in record["segments"]] == [([0, 32], "first"), ([32, 64], "second")]
+    assert record["segments"][0]["where"].endswith("cores, cpu")
     assert (tmp_path / "atari" / "breakout" / "trpo_plus" / "seed0.json").is_file()
     assert "AdaptiveTrustRegionCallback" in json.dumps(record["hyperparams"])
     # the final evaluation has its own episode count and replaces the periodic one made at the same step
