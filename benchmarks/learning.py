@@ -129,7 +129,7 @@ def _curve_callback_class() -> type:
                 return_episode_rewards=True,
             )
             episodes = list(self.model.ep_info_buffer)
-            self.curve["timesteps"].append(int(self.num_timesteps))
+            self.curve["timesteps"].append(int(self.model.num_timesteps))
             self.curve["mean"].append(float(np.mean(returns)))
             self.curve["std"].append(float(np.std(returns)))
             self.curve["returns"].append([float(r) for r in returns])
@@ -284,6 +284,8 @@ def train_run(
     remaining = n_timesteps - int(model.num_timesteps)
     if remaining > 0:
         model.learn(remaining, callback=callbacks, reset_num_timesteps=resumed_from is None, tb_log_name=algo)
+    else:  # a run stopped during its final evaluation: only that evaluation is left
+        curve_callback.init_callback(model)
     wall = time.perf_counter() - start
     # Final evaluation at the end of training (unless the last periodic one was there, with as many episodes)
     if final_episodes is not None and final_episodes != eval_episodes:

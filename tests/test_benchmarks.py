@@ -199,6 +199,10 @@ def test_learning_resumes_from_checkpoint(tmp_path):
     assert second["resumed_from"] == 512
     assert second["num_timesteps_done"] == 1024
     assert second["curve"]["timesteps"] == [0, 256, 512, 768, 1024]
+    # a run stopped after its last step (during the final evaluation) resumes to run that evaluation alone
+    third = learning.train_run("trpo_plus", "Acrobot-v1", 0, 1024, tmp_path, **kwargs, final_episodes=2)
+    assert third["resumed_from"] == 1024 and third["num_timesteps_done"] == 1024
+    assert third["curve"]["timesteps"] == [0, 256, 512, 768, 1024] and len(third["curve"]["returns"][-1]) == 2
 
 
 def test_atari_checkpoint_resume_and_diagnostics(tmp_path, monkeypatch):
