@@ -89,10 +89,12 @@ run_one() {  # game algo seed
 }
 
 lane_loop() {
+    local failed=" "  # runs that failed in this lane are not tried again by it (a persistent error must not spin)
     while true; do
         local next=""
         while read -r game algo seed; do
             [ -f "$(record "$game" "$algo" "$seed")" ] && continue
+            [[ $failed == *" $game:$algo:$seed "* ]] && continue
             local work; work=$(workdir "$game" "$algo" "$seed")
             mkdir -p "$(dirname "$work")"
             held "$work" && continue
@@ -105,7 +107,7 @@ lane_loop() {
         [ -z "$next" ] && { echo "lane $lane: nothing left"; return; }
         set -- $next
         echo "lane $lane: $(date -u +%H:%M) $*"
-        run_one "$@" || echo "lane $lane: $* failed"
+        run_one "$@" || { echo "lane $lane: $* failed, not retried by this lane"; failed+="$1:$2:$3 "; }
         rm -rf "$(workdir "$@").lock"
     done
 }
