@@ -44,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,17 +155,33 @@ def _curve_callback_class() -> type:
             return True
 
     class ResumableCheckpoint(CheckpointCallback):
-        """SB3's checkpoints (model and ``VecNormalize`` statistics), keeping only the latest one."""
+        """
+        SB3's checkpoints (model and ``VecNormalize`` statistics), keeping only the latest one. Each file is written
+        under a temporary name and renamed, the statistics before the model: a run killed while saving leaves the
+        previous checkpoint whole, never a truncated one that ``--resume`` would take.
+        """
 
         def _on_step(self) -> bool:
             if self.n_calls % self.save_freq == 0:
-                previous = sorted(Path(self.save_path).glob(f"{self.name_prefix}*"))
-                super()._on_step()
-                current = {Path(self._checkpoint_path(extension="zip")), Path(self._checkpoint_path("vecnormalize_", "pkl"))}
+                directory = Path(self.save_path)
+                directory.mkdir(parents=True, exist_ok=True)
+                previous = sorted(directory.glob(f"{self.name_prefix}*"))
+                current = []
+                vec_normalize = self.model.get_vec_normalize_env()
+                if self.save_vecnormalize and vec_normalize is not None:
+                    current.append(self._save_whole(self._checkpoint_path("vecnormalize_", "pkl"), vec_normalize.save))
+                current.append(self._save_whole(self._checkpoint_path(extension="zip"), self.model.save))
                 for path in previous:
                     if path not in current:
                         path.unlink(missing_ok=True)
             return True
+
+        @staticmethod
+        def _save_whole(path: str, save: Callable[[str], None]) -> Path:
+            partial = Path(path + ".partial")
+            save(str(partial))
+            partial.replace(path)
+            return Path(path)
 
     return CurveCallback, ResumableCheckpoint
 

@@ -205,6 +205,36 @@ def test_learning_resumes_from_checkpoint(tmp_path):
     assert third["curve"]["timesteps"] == [0, 256, 512, 768, 1024] and len(third["curve"]["returns"][-1]) == 2
 
 
+def test_checkpoint_killed_while_saving_leaves_the_previous_one(tmp_path):
+    _, ResumableCheckpoint = learning._curve_callback_class()
+
+    class Saver:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def save(self, path: str) -> None:
+            Path(path).write_bytes(b"partly written")
+            if self.fail:
+                raise KeyboardInterrupt  # the process killed in the middle of writing
+
+    class Model(Saver):
+        def get_vec_normalize_env(self) -> Saver:
+            return Saver(self.fail)
+
+    callback = ResumableCheckpoint(1, str(tmp_path), name_prefix=learning.CHECKPOINT_PREFIX, save_vecnormalize=True)
+    for steps, fail in [(100, False), (200, False), (300, True)]:
+        callback.model, callback.num_timesteps, callback.n_calls = Model(fail), steps, 1
+        if fail:
+            with pytest.raises(KeyboardInterrupt):
+                callback._on_step()
+        else:
+            callback._on_step()
+    model_path, vec_normalize_path, steps = learning.latest_checkpoint(tmp_path)
+    assert steps == 200 and model_path.name == "rl_model_200_steps.zip"
+    assert vec_normalize_path.name == "rl_model_vecnormalize_200_steps.pkl"
+    assert not (tmp_path / "rl_model_100_steps.zip").exists()  # only the latest whole checkpoint is kept
+
+
 def test_atari_checkpoint_resume_and_diagnostics(tmp_path, monkeypatch):
     argv = ["--env", "Breakout", "--algo", "trpo_plus", "--seed", "0", "--params", "n_steps:8", "n_envs:2"]
     argv += ["--checkpoint-freq", "16", "--eval-freq", "32", "--eval-episodes", "1", "--final-episodes", "2"]
