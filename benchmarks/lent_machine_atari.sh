@@ -42,7 +42,7 @@ if [ -d "${WHEELS:-.whl}" ]; then
     export PYTHONPATH=/tmp/site:$PWD
 fi
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
-python3 -c "import torch, ale_py, rl_zoo3.exp_manager, sb3_trpo_plus.zoo, benchmarks.atari; \
+python3 -c "import cv2, torch, ale_py, rl_zoo3.exp_manager, sb3_trpo_plus.zoo, benchmarks.atari; \
 print('cuda', torch.cuda.is_available(), torch.__version__)" || exit 1
 logs=benchmarks/results/tmp/lent_logs
 rm -rf "$stage"
