@@ -106,6 +106,11 @@ ATARI_DIAGNOSTICS = {
         "clip_fraction": ("train/clip_fraction", 1),
     },
 }
+#: ALE ends a game after 108,000 frames (30 minutes of play; ``max_num_frames_per_episode`` of the v4 games). The
+#: evaluation's ``Monitor`` counts frames and misses the few ALE spends on a reset (107,987 seen): a game within
+#: ``ATARI_CAP_MARGIN`` frames of the cap was cut by it, not ended by play
+ATARI_FRAME_CAP = 108_000
+ATARI_CAP_MARGIN = 100
 #: Words of a game's verdict: TRPOPlus's IQM above PPO's interval, inside it, below it
 PLACE = {1: "ahead", 0: "level", -1: "behind"}
 COLORS = {"trpo_plus": "tab:blue", "trpo": "tab:orange", "ppo": "tab:green"}
@@ -1195,8 +1200,17 @@ def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNO
     return float(np.average(values, weights=weights))
 
 
+def capped_share(record: dict[str, Any]) -> float:
+    """The share of the run's final-evaluation games that ALE's frame cap ended (their lengths are in frames)."""
+    lengths = record["curve"]["lengths"][-1]
+    return float(np.mean([length >= ATARI_FRAME_CAP - ATARI_CAP_MARGIN for length in lengths]))
+
+
 def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]) -> str:
-    """A row per game and algorithm with finished runs: each ``ATARI_DIAGNOSTICS`` column, averaged over its seeds."""
+    """
+    A row per game and algorithm with finished runs: each ``ATARI_DIAGNOSTICS`` column, and the share of the final
+    evaluation's games cut at ALE's frame cap, averaged over its seeds.
+    """
     columns = sorted({column for sources in ATARI_DIAGNOSTICS.values() for column in sources})
     rows = []
     for game, by_algo in runs.items():
@@ -1214,6 +1228,7 @@ def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]
                     game=game,
                     label=ALGO_LABELS[algo],
                     seeds=len(records),
+                    capped=float(np.mean([capped_share(record) for record in records.values()])),
                     **{column: Shown(value) for column, value in values.items()},
                 )
             )
