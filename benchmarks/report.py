@@ -605,7 +605,8 @@ def plot_mean_curves(
         grid = np.asarray([t for t, _ in points[0]], dtype=float)
         curves = np.array([np.interp(grid, *map(np.asarray, zip(*p))) for p in points])
         color = (colors or COLORS).get(algo)
-        ax.plot(grid, curves.mean(axis=0), color=color, label=f"{ALGO_LABELS.get(algo, algo)} ({len(points)} seeds)")
+        seeds_text = "1 seed" if len(points) == 1 else f"{len(points)} seeds"
+        ax.plot(grid, curves.mean(axis=0), color=color, label=f"{ALGO_LABELS.get(algo, algo)} ({seeds_text})")
         if len(points) > 1:
             samples = curves[rng.integers(0, len(points), size=(2000, len(points)))].mean(axis=1)
             low, high = np.percentile(samples, [2.5, 97.5], axis=0)
