@@ -3,9 +3,9 @@ The ``atari`` entry's update, pinned: from the same initial weights and the same
 entry's algorithm settings give the weights they gave when the pin was recorded. Long Atari runs of the benchmark
 may be under way while the code moves; this test is what says a change left their algorithm alone.
 
-Only the rollout's size is made small (2 environments x 32 steps, minibatches of 32, 36x36 frames); every other
-algorithm argument is the YAML entry's. A change of the entry, or of the update it runs, fails this test: then the
-campaign's runs no longer measure one algorithm, and the pin is recorded again only on purpose, with
+The rollout is made small (2 environments x 32 steps, minibatches of 32, 36x36 frames) and ``cg_damping`` larger
+(below); every other algorithm argument is the YAML entry's. A change of the entry, or of the update it runs, fails
+this test: then the campaign's runs no longer measure one algorithm, and the pin is recorded again only on purpose, with
 ``python tests/test_atari_pin.py --record``.
 
 The YAML entry's values are pinned as they are. The two updates run them with two changes that make the result
