@@ -109,9 +109,10 @@ def initial_value(value: Any) -> Any:
 
 #: Settings of the update that callbacks and users may change during training (``model.target_kl = ...``,
 #: ``TRPOPlus.load(path, target_kl=...)``): each is checked by its setter, at construction and when loading.
-#: name -> (rule on a finite real number, what is allowed)
+#: name -> (rule on a finite real number, what is allowed). ``target_kl`` and ``ent_coef`` may also be schedules of the
+#: progress remaining (their value at progress 1 is checked).
 TRAINING_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
-    "target_kl": (lambda value: value > 0, "a finite number > 0"),
+    "target_kl": (lambda value: value > 0, "a finite number > 0, or a schedule whose value at progress 1 is one"),
     "cg_damping": (lambda value: value >= 0, "a finite number >= 0"),
     "initial_target_kl": (lambda value: value > 0, "a finite number > 0"),
     "initial_cg_damping": (lambda value: value >= 0, "a finite number >= 0"),
@@ -121,15 +122,19 @@ TRAINING_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
 }
 
 
+#: The settings that may be schedules of the progress remaining (from 1 to 0), as ``learning_rate`` may
+SCHEDULED_SETTINGS = ("target_kl", "ent_coef")
+
+
 def check_setting(name: str, value: Any) -> None:
     """
     Raise a ``ValueError`` naming the setting and what it allows when ``value`` is not allowed.
 
     :param name: a key of :data:`TRAINING_SETTINGS`
-    :param value: the value to check (a float, or for ``ent_coef`` also a schedule)
+    :param value: the value to check (a float, or for :data:`SCHEDULED_SETTINGS` also a schedule)
     """
     rule, allowed = TRAINING_SETTINGS[name]
-    checked = initial_value(value) if name == "ent_coef" else value
+    checked = initial_value(value) if name in SCHEDULED_SETTINGS else value
     if not (is_finite_real(checked) and rule(checked)):
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
@@ -179,7 +184,7 @@ def check_arguments(
     ent_coef: float | Schedule,
     ent_coef_decay: float,
     min_ent_coef: float,
-    target_kl: float,
+    target_kl: float | Schedule,
     sub_sampling_factor: int,
     stats_window_size: int,
     critic_kl_fraction: float,

@@ -160,6 +160,11 @@ class AdaptiveTrustRegionCallback(_UpdateCallback):
         self.n_recoveries = 0
 
     def _check_model(self) -> None:
+        if callable(self.model.target_kl):
+            raise ValueError(
+                "AdaptiveTrustRegionCallback adapts a constant target_kl, but the model's target_kl is a schedule: "
+                "give the model a number, or leave the callback out (the schedule already sets the radius)"
+            )
         if self.min_max_kl > self.model.target_kl:
             raise ValueError(
                 f"`min_max_kl` ({self.min_max_kl}) must not be above the model's current target_kl ({self.model.target_kl})"

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Failure reasons of updates that did not run at all (no line search): the rollout held NaN or inf, or a value the
-#: update would use was unusable. They say nothing about the trust region, which callbacks leave alone.
+#: Failure reasons of updates that did not run at all (no line search): the rollout held NaN or inf, a value the
+#: update would use was unusable, or a ``target_kl`` schedule closed the trust region. They say nothing about the
+#: trust region, which callbacks leave alone.
 SKIPPED_UPDATE_REASONS = (
     "non_finite_input",
+    "closed_trust_region",
     "invalid_target_kl",
     "invalid_cg_damping",
     "invalid_ent_coef",
@@ -39,7 +41,7 @@ class UpdateDiagnostics:
         ``"non_finite_direction"``, ``"non_positive_curvature"`` (the step failed), or, for an update skipped as a
         whole (see :attr:`skipped`), ``"non_finite_input"`` (the rollout held NaN or inf), ``"invalid_target_kl"``,
         ``"invalid_cg_damping"``, ``"invalid_ent_coef"``, ``"invalid_learning_rate"`` (an unusable value reached the
-        update)
+        update), ``"closed_trust_region"`` (a ``target_kl`` schedule reached 0)
     :param update_kl: ``KL(rollout's policy || policy after the update)`` on the batch: how far the whole update moved
         the policy. The accepted step's ``kl`` on success; on failure, what the update kept without a step: 0, or with
         ``critic_kl_fraction > 0`` the critic's kept change of the shared features extractor (``train/critic_kl``)

@@ -88,7 +88,10 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param normalize_advantage: Whether to normalize or not the advantage
     :param target_kl: Trust-region radius: the largest ``KL(old || new)`` an accepted step may have (mean over the
         batch; averaged over the action dimensions of Box and MultiBinary actions, as in sb3-contrib TRPO), small
-        for stability, like 0.01 or 0.05. Callbacks may change it during training (``sb3_trpo_plus.callbacks``).
+        for stability, like 0.01 or 0.05. A float or a schedule of the progress remaining (from 1 to 0), like
+        ``learning_rate``: a schedule that reaches 0 closes the trust region, and the updates from then on are
+        skipped (``failure_reason="closed_trust_region"``). Callbacks may change a float radius during training
+        (``sb3_trpo_plus.callbacks``).
     :param sub_sampling_factor: Sub-sample the batch to make computation faster (one ``sub_sampling_factor``-th of
         the rollout, drawn at random at each update), see p40-42 of John Schulman thesis http://joschu.net/docs/thesis.pdf
     :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
@@ -155,7 +158,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         rollout_buffer_class: type[RolloutBuffer] | None = None,
         rollout_buffer_kwargs: dict[str, Any] | None = None,
         normalize_advantage: bool = True,
-        target_kl: float = 0.01,
+        target_kl: float | Schedule = 0.01,
         sub_sampling_factor: int = 1,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
@@ -247,7 +250,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         super()._setup_model()
         # (a model that has none yet: a new one, or a checkpoint of sb3-contrib TRPO, whose radius never moves)
         if "_initial_target_kl" not in self.__dict__:
-            self.initial_target_kl = self.target_kl
+            self.initial_target_kl = arguments.initial_value(self.target_kl)
         if "_initial_cg_damping" not in self.__dict__:
             self.initial_cg_damping = self.cg_damping
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
@@ -282,6 +285,11 @@ class TRPOPlus(OnPolicyAlgorithm):
         return decayed_ent_coef(
             self.ent_coef_schedule(self._current_progress_remaining), self.ent_coef_decay, self.min_ent_coef, self._n_updates
         )
+
+    def _next_target_kl(self) -> float:
+        """The trust-region radius of the next update: ``target_kl``, or its schedule at the current progress."""
+        target_kl = self.target_kl
+        return float(target_kl(self._current_progress_remaining)) if callable(target_kl) else target_kl
 
     def set_trust_region(self, target_kl: float, cg_damping: float) -> None:
         """
@@ -619,22 +627,24 @@ class TRPOPlus(OnPolicyAlgorithm):
         Update policy using the currently gathered rollout buffer.
         """
         self.policy.set_training_mode(True)
-        self._update_learning_rate(self.policy.optimizer)  # (the critic's)
         # Entropy coefficient of this update: schedule(progress) * decay ** n_updates, floored
         ent_coef = self._next_ent_coef()
         # Nothing computed from an unusable setting or from non-finite data may reach the weights: such an update is
         # refused as a whole (actor and critic) and reported as what it is, never as a failed line search
         learning_rate = self.lr_schedule(self._current_progress_remaining)
-        refusal = arguments.unusable_setting(self.target_kl, self.cg_damping, ent_coef, learning_rate) or non_finite_rollout(
-            self.rollout_buffer, self._rollout_met_non_finite_obs
+        # What this update uses of the settings schedules and callbacks may change (read once, reported as used)
+        update = UpdateSettings(self._n_updates + 1, ent_coef, self._next_target_kl(), self.cg_damping)
+        refusal = (
+            closed_trust_region(update.target_kl, scheduled=callable(self.target_kl))
+            or arguments.unusable_setting(update.target_kl, update.cg_damping, ent_coef, learning_rate)
+            or non_finite_rollout(self.rollout_buffer, self._rollout_met_non_finite_obs)
         )
         if refusal is not None:
-            self._refuse_update(*refusal, update=self._update_settings(ent_coef))
+            self._refuse_update(*refusal, update=update)
             return
         self._current_ent_coef = ent_coef
         self._n_non_finite_rollouts_in_a_row = 0
-        # What this update uses of the settings callbacks may change (read once, reported as used)
-        update = self._update_settings(ent_coef)
+        self._update_learning_rate(self.policy.optimizer)  # (the critic's; checked above, as nothing else is)
 
         # 1. The rollout batch: the whole rollout, in the buffer's order (images in channels_last, as the convolution
         # weights, scaled once, in place where the batch is a copy of the buffer's arrays)
@@ -674,10 +684,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.last_update = diagnostics
         self._log_update(diagnostics, value_losses)
 
-    def _update_settings(self, ent_coef: float) -> UpdateSettings:
-        """The settings of the next update, with its number."""
-        return UpdateSettings(self._n_updates + 1, ent_coef, self.target_kl, self.cg_damping)
-
     def _refuse_update(self, reason: str, message: str, update: UpdateSettings) -> None:
         """
         Count and report an update that does not run (bad data or an unusable setting: ``reason`` and ``message``);
@@ -687,7 +693,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         if reason == "non_finite_input":
             self._n_non_finite_rollouts += 1
             self._n_non_finite_rollouts_in_a_row += 1
-        warnings.warn(f"TRPOPlus skipped update {update.n_updates}: {message}", RuntimeWarning)
+        if reason != "closed_trust_region":  # (the end of a target_kl schedule is not a fault)
+            warnings.warn(f"TRPOPlus skipped update {update.n_updates}: {message}", RuntimeWarning)
         self._n_updates += 1
         self.last_update = update.record(failure_reason=reason)
         self._log_update(self.last_update, [])
@@ -731,6 +738,17 @@ class TRPOPlus(OnPolicyAlgorithm):
         progress_bar: bool = False,
     ) -> SelfTRPOPlus:
         return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
+
+
+def closed_trust_region(target_kl: float, scheduled: bool) -> tuple[str, str] | None:
+    """
+    The refusal of an update whose scheduled radius has reached 0 (``lin_0.08`` does at the end of the run): the
+    policy is meant to stay where it is, so the update is skipped, without a warning. A radius <= 0 given as a
+    number is an error, which :func:`~sb3_trpo_plus.arguments.unusable_setting` reports.
+    """
+    if scheduled and arguments.is_finite_real(target_kl) and target_kl <= 0:
+        return "closed_trust_region", f"the target_kl schedule is at {target_kl!r}: the trust region is closed"
+    return None
 
 
 def decayed_ent_coef(ent_coef: float, ent_coef_decay: float, min_ent_coef: float, n_updates: int) -> float:

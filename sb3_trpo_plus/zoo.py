@@ -235,19 +235,19 @@ def _continue_keeps_adapted_values(module: ModuleType) -> None:
     _wrap_method(module.ExperimentManager, "_load_pretrained_agent", "continue_keeps_adapted_values", make_wrapper)
 
 
-def _ent_coef_lin_schedule(module: ModuleType) -> None:
-    """``ent_coef: lin_0.05`` becomes a linear schedule, as ``learning_rate: lin_...`` does (rl_zoo3 converts only its
-    own keys)."""
+def _lin_schedules_patch(module: ModuleType) -> None:
+    """``ent_coef: lin_0.05`` and ``target_kl: lin_0.08`` become linear schedules, as ``learning_rate: lin_...`` does
+    (rl_zoo3 converts only its own keys)."""
 
     def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
         def _preprocess_hyperparams(self: Any, hyperparams: dict[str, Any]) -> Any:
             if self.algo == ALGO_NAME:
-                hyperparams = _ent_coef_schedule(hyperparams)
+                hyperparams = _lin_schedules(hyperparams)
             return original(self, hyperparams)
 
         return _preprocess_hyperparams
 
-    _wrap_method(module.ExperimentManager, "_preprocess_hyperparams", "ent_coef_lin_schedule", make_wrapper)
+    _wrap_method(module.ExperimentManager, "_preprocess_hyperparams", "lin_schedules", make_wrapper)
 
 
 def _shared_study_heartbeat(module: ModuleType) -> None:
@@ -294,22 +294,32 @@ class _OptunaCreatingSharedStudies(ModuleType):
         return create_shared_study(max_total_trials=self._max_total_trials, **kwargs)
 
 
-def _ent_coef_schedule(hyperparams: dict[str, Any]) -> dict[str, Any]:
-    """``ent_coef: lin_<value>`` as a linear schedule of the progress remaining (rl_zoo3's ``lin_`` convention)."""
-    value = hyperparams.get("ent_coef")
-    if not isinstance(value, str):
-        return hyperparams
+#: The trpo_plus hyperparameters that may be ``lin_<number>`` in a YAML entry, with the smallest allowed start
+LIN_SCHEDULES = {
+    "ent_coef": ("a number >= 0", lambda start: start >= 0),
+    "target_kl": ("a number > 0", lambda start: start > 0),
+}
+
+
+def _lin_schedules(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """``ent_coef`` or ``target_kl`` given as ``lin_<value>``: a linear schedule of the progress remaining, from
+    ``<value>`` at the start to 0 at the end, rl_zoo3's ``lin_`` convention for ``learning_rate``."""
     from rl_zoo3.utils import SimpleLinearSchedule
 
-    kind, _, initial = value.partition("_")
-    try:
-        initial_value = float(initial)
-    except ValueError:
-        initial_value = float("nan")
-    if kind != "lin" or not initial_value >= 0:
-        raise ValueError(f"ent_coef must be a number >= 0 or 'lin_<number>' for trpo_plus, got {value!r}")
-    # from initial_value at the start (progress remaining 1) to 0 at the end, as rl_zoo3 does for learning_rate
-    return {**hyperparams, "ent_coef": SimpleLinearSchedule(initial_value)}
+    converted = dict(hyperparams)
+    for key, (allowed, rule) in LIN_SCHEDULES.items():
+        value = hyperparams.get(key)
+        if not isinstance(value, str):
+            continue
+        kind, _, initial = value.partition("_")
+        try:
+            initial_value = float(initial)
+        except ValueError:
+            initial_value = float("nan")
+        if kind != "lin" or not (initial_value == initial_value and rule(initial_value)):
+            raise ValueError(f"{key} must be {allowed} or 'lin_<number>' for trpo_plus, got {value!r}")
+        converted[key] = SimpleLinearSchedule(initial_value)
+    return converted
 
 
 _MANAGER = "ExperimentManager"
@@ -337,10 +347,10 @@ PATCHES: tuple[ZooPatch, ...] = (
         _continue_keeps_adapted_values,
     ),
     ZooPatch(
-        "ent_coef_lin_schedule",
+        "lin_schedules",
         "rl_zoo3.exp_manager",
         {f"{_MANAGER}._preprocess_hyperparams": ("hyperparams",)},
-        _ent_coef_lin_schedule,
+        _lin_schedules_patch,
     ),
     ZooPatch(
         "shared_study_heartbeat",

@@ -3,6 +3,7 @@
 import copy
 import functools
 import math
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -257,10 +258,38 @@ def test_ent_coef_schedule():
     assert [u.ent_coef for u in recorder.updates] == pytest.approx([0.075, 0.05, 0.025, 0.0])
 
 
+def test_target_kl_schedule():
+    """A scheduled radius is the one each update uses and logs, its steps stay inside it, and the updates it closes
+    (0 or below, as at the end of a linear schedule) are skipped without a warning, leaving the policy as it was."""
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, target_kl=lambda progress: 0.03 * progress - 0.01, **SMALL)
+    assert model.initial_target_kl == pytest.approx(0.02)
+    recorder = RecordUpdates()
+    model.learn(64)  # one update at progress remaining 0: closed
+    assert model.last_update.failure_reason == "closed_trust_region" and model.last_update.target_kl == pytest.approx(-0.01)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.learn(3 * 64, callback=recorder)  # progress remaining 2/3, 1/3, 0
+    assert not [w for w in caught if "skipped update" in str(w.message)]
+    updates = recorder.updates[1:]  # (the first is the previous learn's last update)
+    assert [u.target_kl for u in updates] == pytest.approx([0.01, 0.0, -0.01], abs=1e-12)
+    assert updates[0].line_search_success and updates[0].kl <= 0.01
+    assert [u.failure_reason for u in updates[1:]] == ["closed_trust_region"] * 2
+    assert all(u.skipped for u in updates[1:])
+
+
+def test_target_kl_schedule_refused_by_adaptive_callback():
+    from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
+
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, target_kl=lambda progress: 0.02 * progress, **SMALL)
+    with pytest.raises(ValueError, match="target_kl is a schedule"):
+        model.learn(64, callback=AdaptiveTrustRegionCallback())
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
         (dict(target_kl=0.0), "target_kl"),
+        (dict(target_kl=lambda progress: 0.0), "target_kl"),
         (dict(target_kl=float("nan")), "target_kl"),
         (dict(cg_damping=-0.1), "cg_damping"),
         (dict(line_search_shrinking_factor=1.0), "line_search_shrinking_factor"),

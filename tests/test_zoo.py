@@ -257,25 +257,39 @@ def test_continue_training_keeps_adapted_values(tmp_path):
     assert (overridden.target_kl, overridden.cg_damping) == (0.02, 0.11)
 
 
-def test_ent_coef_linear_schedule(tmp_path):
-    """``ent_coef: lin_0.05`` in a zoo YAML is a linear schedule, as ``learning_rate: lin_...`` is."""
-    config = dict(HYPERPARAMS["CartPole-v1"], n_steps=256, batch_size=256, ent_coef="lin_0.05", ent_coef_decay=1.0)
+def test_linear_schedules(tmp_path):
+    """``ent_coef: lin_0.05`` and ``target_kl: lin_0.02`` in a zoo YAML are linear schedules, as ``learning_rate:
+    lin_...`` is; the last update, at progress remaining 0, finds the trust region closed and is skipped."""
+    config = dict(
+        HYPERPARAMS["CartPole-v1"], n_steps=256, batch_size=256, ent_coef="lin_0.05", ent_coef_decay=1.0, target_kl="lin_0.02"
+    )
     conf_file = tmp_path / "conf.yml"
     conf_file.write_text(yaml.safe_dump({"CartPole-v1": config}))
     command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", "CartPole-v1", "-conf", str(conf_file)]
     run([*command, "-n", "1024", *TRAIN_FLAGS], tmp_path)
     model = TRPOPlus.load(saved_model(tmp_path / "logs", "CartPole-v1"), device="cpu")
     assert model.ent_coef(1.0) == pytest.approx(0.05) and model.ent_coef(0.5) == pytest.approx(0.025)
+    assert model.target_kl(1.0) == pytest.approx(0.02) and model.target_kl(0.25) == pytest.approx(0.005)
     # SB3 updates the progress before each update: the last one runs at progress remaining 0
-    assert model._current_progress_remaining == 0.0 and model.current_ent_coef == 0.0
+    assert model._current_progress_remaining == 0.0
+    assert model.last_update.failure_reason == "closed_trust_region" and model.last_update.target_kl == 0.0
 
 
+@pytest.mark.parametrize("key", ["ent_coef", "target_kl"])
 @pytest.mark.parametrize("value", ["auto", "lin_", "lin_-1", "exp_0.1"])
-def test_ent_coef_bad_schedule_string(value):
-    from sb3_trpo_plus.zoo import _ent_coef_schedule
+def test_bad_schedule_string(key, value):
+    from sb3_trpo_plus.zoo import _lin_schedules
 
-    with pytest.raises(ValueError, match="ent_coef"):
-        _ent_coef_schedule({"ent_coef": value})
+    with pytest.raises(ValueError, match=key):
+        _lin_schedules({key: value})
+
+
+def test_target_kl_schedule_must_start_above_zero():
+    from sb3_trpo_plus.zoo import _lin_schedules
+
+    with pytest.raises(ValueError, match="target_kl must be a number > 0"):
+        _lin_schedules({"target_kl": "lin_0"})
+    assert _lin_schedules({"ent_coef": "lin_0"})["ent_coef"](1.0) == 0.0
 
 
 def test_optimize(tmp_path):
