@@ -7,6 +7,7 @@ loading (:func:`check_loaded_model`: the same :func:`check_arguments` on the loa
 This module uses nothing else of ``sb3_trpo_plus``.
 """
 
+import difflib
 import functools
 import inspect
 import warnings
@@ -54,12 +55,27 @@ def check_renamed_arguments(names: Iterable[str]) -> None:
             )
 
 
+def check_argument_names(names: Iterable[str], allowed: Iterable[str]) -> None:
+    """
+    Raise a ``TypeError`` for the first name that is not ``allowed``: what to use instead for a name of hand-written
+    TRPO scripts (:func:`check_renamed_arguments`), else the closest allowed names (a misspelling), else the list.
+    """
+    check_renamed_arguments(names)
+    allowed = sorted(set(allowed))
+    for name in names:
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=3, cutoff=0.6)
+            hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"the arguments are {', '.join(allowed)}"
+            raise TypeError(f"TRPOPlus got an unexpected keyword argument {name!r}: {hint}")
+
+
 def pointing_to_new_names(init: Callable[..., None]) -> Callable[..., None]:
-    """``init`` raising :func:`check_renamed_arguments`'s ``TypeError`` (its signature kept, for ``inspect``)."""
+    """``init`` raising :func:`check_argument_names`'s ``TypeError`` for an unknown keyword (its signature kept)."""
+    parameters = [name for name in inspect.signature(init).parameters if name != "self"]
 
     @functools.wraps(init)
     def checked_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        check_renamed_arguments(kwargs)
+        check_argument_names(kwargs, parameters)
         init(self, *args, **kwargs)
 
     return checked_init
@@ -90,6 +106,7 @@ class CheckedSetting:
 
     def __set__(self, obj: Any, value: Any) -> None:
         check_setting(self.name, value)
+        check_setting_pair(obj, self.name, value)
         obj.__dict__[f"_{self.name}"] = value
 
 
@@ -137,6 +154,32 @@ def check_setting(name: str, value: Any) -> None:
     checked = initial_value(value) if name in SCHEDULED_SETTINGS else value
     if not (is_finite_real(checked) and rule(checked)):
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
+
+
+def check_entropy_floor(ent_coef: Any, min_ent_coef: Any, changed: str = "min_ent_coef") -> None:
+    """
+    Raise a ``ValueError`` when ``min_ent_coef`` is above the initial ``ent_coef`` (its schedule's value at progress
+    1), naming ``changed``, the one of the two just given.
+    """
+    initial_ent_coef = initial_value(ent_coef)
+    if min_ent_coef > initial_ent_coef:
+        if changed == "ent_coef":
+            raise ValueError(
+                f"ent_coef must start at or above min_ent_coef ({min_ent_coef}), got {ent_coef!r} (lower min_ent_coef first)"
+            )
+        raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")
+
+
+def check_setting_pair(model: Any, name: str, value: Any) -> None:
+    """
+    The rule between two settings, checked when one of them is assigned to a model that holds the other: the floor
+    ``min_ent_coef`` is not above the initial ``ent_coef`` (a model that breaks it could be saved but not loaded).
+    """
+    partner = {"ent_coef": "min_ent_coef", "min_ent_coef": "ent_coef"}.get(name)
+    if partner is None or f"_{partner}" not in model.__dict__:
+        return
+    values = {name: value, partner: model.__dict__[f"_{partner}"]}
+    check_entropy_floor(values["ent_coef"], values["min_ent_coef"], changed=name)
 
 
 def check_rollout_arguments(*, n_steps: Any, gamma: Any, gae_lambda: Any, learning_rate: Any) -> None:
@@ -215,9 +258,7 @@ def check_arguments(
     ):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    initial_ent_coef = initial_value(ent_coef)
-    if min_ent_coef > initial_ent_coef:
-        raise ValueError(f"min_ent_coef must be between 0 and the initial ent_coef ({initial_ent_coef}), got {min_ent_coef!r}")
+    check_entropy_floor(ent_coef, min_ent_coef)
     if not isinstance(actor_trains_features, (bool, np.bool_)):
         raise ValueError(f"actor_trains_features must be True or False, got {actor_trains_features!r}")
     if not (is_finite_real(critic_kl_fraction) and 0 <= critic_kl_fraction < 1):
@@ -228,6 +269,12 @@ def check_arguments(
         raise ValueError(
             f"critic_policy_coef > 0 ({critic_policy_coef}) needs critic_kl_fraction > 0: only then does the critic "
             "train the shared features extractor"
+        )
+    if n_critic_updates == 0 and critic_kl_fraction > 0 and not actor_trains_features:
+        raise ValueError(
+            f"n_critic_updates=0 with critic_kl_fraction > 0 ({critic_kl_fraction}) and actor_trains_features=False "
+            "would leave the shared features extractor untrained for good (only the critic trains it): give "
+            "n_critic_updates >= 1, or actor_trains_features=True"
         )
     if critic_policy_clip_range is not None:
         if not (is_finite_real(critic_policy_clip_range) and critic_policy_clip_range > 0):
@@ -263,10 +310,9 @@ def unusable_setting(target_kl: Any, cg_damping: Any, ent_coef: Any, learning_ra
 
 def check_model_arguments(model: Any) -> None:
     """Check a model's values of the constructor's arguments as the constructor does (the same ``ValueError``)."""
-    # (SB3 keeps stats_window_size as _stats_window_size; load(path, stats_window_size=...) writes the public name)
+    # (SB3 keeps stats_window_size as _stats_window_size)
     names = [name for name in CHECKED_ARGUMENTS if name != "stats_window_size"]
-    stats_window_size = model.__dict__.get("stats_window_size", model._stats_window_size)
-    check_arguments(**{name: getattr(model, name) for name in names}, stats_window_size=stats_window_size)
+    check_arguments(**{name: getattr(model, name) for name in names}, stats_window_size=model._stats_window_size)
     if model.env is not None:
         check_policy_batch(model.normalize_advantage, model.n_steps, model.env.num_envs, model.sub_sampling_factor)
 
@@ -282,12 +328,28 @@ def check_loaded_model(model: Any) -> None:
     the setters here (a keyword argument of ``load`` over the saved value), and so do the values a TRPOPlus
     checkpoint stores.
     """
-    for name in TRAINING_SETTINGS:
-        if name in model.__dict__:
-            setattr(model, name, model.__dict__.pop(name))
-        elif f"_{name}" in model.__dict__:
-            setattr(model, name, model.__dict__[f"_{name}"])
+    # (all taken out first, so that a pair rule is checked once both values are back, whatever their order)
+    values = {
+        name: model.__dict__.pop(name) if name in model.__dict__ else model.__dict__.pop(f"_{name}")
+        for name in TRAINING_SETTINGS
+        if name in model.__dict__ or f"_{name}" in model.__dict__
+    }
+    for name, value in values.items():
+        setattr(model, name, value)
+    if "stats_window_size" in model.__dict__:  # (load(path, stats_window_size=...) writes the public name)
+        model._stats_window_size = model.__dict__.pop("stats_window_size")
     check_model_arguments(model)
+
+
+def check_policy_fits(policy_class: type, observation_space: spaces.Space) -> None:
+    """Raise a ``ValueError`` when a policy for Dict observations is given another space (SB3 checks the reverse)."""
+    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+
+    if issubclass(policy_class, MultiInputActorCriticPolicy) and not isinstance(observation_space, spaces.Dict):
+        raise ValueError(
+            f"policy MultiInputPolicy takes Dict observation spaces, but the env's is {observation_space}: use "
+            "MlpPolicy for vectors, or CnnPolicy for images"
+        )
 
 
 def check_environment(

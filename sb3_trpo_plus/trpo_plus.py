@@ -1,4 +1,5 @@
 import copy
+import inspect
 import io
 import math
 import pathlib
@@ -77,7 +78,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         (i.e., ``theta_new = theta + alpha^i * step``)
     :param line_search_max_iter: maximum number of iteration
         for the backtracking line-search
-    :param n_critic_updates: number of critic updates (epochs over the rollout) per policy update
+    :param n_critic_updates: number of critic updates (epochs over the rollout) per policy update (0: the critic is
+        not trained, as in sb3-contrib TRPO)
     :param gae_lambda: Factor for trade-off of bias vs variance for Generalized Advantage Estimator
     :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
         instead of action noise exploration (default: False)
@@ -103,6 +105,10 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param seed: Seed for the pseudo random generators
     :param device: Device (cpu, cuda, ...) on which the code should be run.
         Setting it to auto, the code will be run on the GPU if possible.
+    :param _init_setup_model: Whether or not to build the network at the creation of the instance
+
+    The arguments below are TRPOPlus's own, keyword-only (sb3-contrib TRPO's 26 arguments keep their positions):
+
     :param ent_coef: Entropy coefficient of the objective ``mean(ratio * advantage) + ent_coef * mean(entropy)``.
         A float or a schedule of the progress remaining (from 1 to 0), like ``learning_rate``. 0 gives plain TRPO.
     :param ent_coef_decay: multiplied into the entropy coefficient after every policy update, in (0, 1]
@@ -120,7 +126,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         critic_policy_coef * objective``, PPO's combined loss, which trains the shared extractor for the policy too.
     :param critic_policy_clip_range: with ``critic_policy_coef > 0``, that objective clipped as PPO clips its surrogate
         (``None``, the default: unclipped).
-    :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -166,6 +171,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+        *,
         ent_coef: float | Schedule = 0.0,
         ent_coef_decay: float = 1.0,
         min_ent_coef: float = 0.0,
@@ -174,7 +181,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         actor_trains_features: bool = True,
         critic_policy_coef: float = 0.0,
         critic_policy_clip_range: float | None = None,
-        _init_setup_model: bool = True,
     ):
         # Every argument is checked before anything (the environment included) is built
         given = locals()
@@ -204,6 +210,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         )
 
         if self.env is not None:
+            arguments.check_policy_fits(self.policy_class, self.observation_space)
             arguments.check_environment(
                 self.action_space, self.n_steps, self.env.num_envs, batch_size, normalize_advantage, sub_sampling_factor
             )
@@ -244,6 +251,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         # SB3's hook, which `load` calls after writing the saved values and its own keyword arguments straight into
         # __dict__, past the setters: they are checked here, as the constructor checks its own
         arguments.check_loaded_model(self)
+        self._line_search_window = deque(self._line_search_window, maxlen=self._stats_window_size)
         self._build_model()
 
     def _build_model(self) -> None:
@@ -268,6 +276,7 @@ class TRPOPlus(OnPolicyAlgorithm):
     @ent_coef.setter
     def ent_coef(self, value: float | Schedule) -> None:
         arguments.check_setting("ent_coef", value)
+        arguments.check_setting_pair(self, "ent_coef", value)
         self._ent_coef = value
         self.ent_coef_schedule = FloatSchedule(value)
 
@@ -317,7 +326,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         the saved value; the saved initial trust region stays the checkpoint's own), and every argument of the loaded
         model is then checked as the constructor checks it (the same ``ValueError``).
         """
-        arguments.check_renamed_arguments(kwargs)  # (SB3 would write an unknown name into the model unseen)
+        # (SB3 would write an unknown name into the model unseen)
+        arguments.check_argument_names(kwargs, set(inspect.signature(cls.__init__).parameters) - {"self", "policy", "env"})
         return super().load(
             path,
             env=env,

@@ -47,9 +47,9 @@ def test_signature_extends_sb3_contrib():
     plus = list(inspect.signature(TRPOPlus.__init__).parameters.values())
     contrib_names = [param.name for param in contrib]
     plus_names = [param.name for param in plus]
-    # the same leading arguments in the same order (_init_setup_model stays last, as in SB3)
-    assert plus_names[: len(contrib_names) - 1] == contrib_names[:-1]
-    assert plus_names[-1] == contrib_names[-1] == "_init_setup_model"
+    # the same arguments in the same order, _init_setup_model included; TRPOPlus's own come after, keyword-only
+    assert plus_names[: len(contrib_names)] == contrib_names
+    assert all(param.kind is inspect.Parameter.KEYWORD_ONLY for param in plus[len(contrib) :])
     plus_by_name = {param.name: param for param in plus}
     for param in contrib:
         assert plus_by_name[param.name].default == param.default, param.name
@@ -65,6 +65,21 @@ def test_signature_extends_sb3_contrib():
         critic_policy_coef=0.0,
         critic_policy_clip_range=None,
     )
+
+
+def test_positional_call_of_sb3_contrib():
+    """sb3-contrib TRPO's full positional call (its 26 arguments) builds the same model with TRPOPlus (it failed with
+    ``ent_coef ... got True`` while TRPOPlus's own arguments sat before ``_init_setup_model``)."""
+    values = ["MlpPolicy", "CartPole-v1", 3e-4, 64, 32, 0.98, 7, 0.05, 0.7, 6, 3, 0.9, False, -1, None, None, True]
+    values += [0.02, 2, 50, None, dict(net_arch=[8]), 0, 1, "cpu", True]
+    contrib, plus = TRPO(*values), TRPOPlus(*values)
+    names = [name for name in inspect.signature(TRPO.__init__).parameters if name != "self"]
+    assert len(values) == len(names) == 26
+    for name in ("learning_rate", "n_steps", "batch_size", "gamma", "cg_max_steps", "cg_damping", "target_kl",
+                 "line_search_shrinking_factor", "line_search_max_iter", "n_critic_updates", "gae_lambda",
+                 "sub_sampling_factor", "seed"):  # fmt: skip
+        assert getattr(plus, name) == getattr(contrib, name), name
+    assert plus._stats_window_size == contrib._stats_window_size == 50 and plus.policy is not None
 
 
 def _actor_state(policy) -> th.Tensor:
@@ -151,10 +166,22 @@ def test_names_of_hand_written_trpo_scripts_point_to_the_new_ones(name, value, n
     TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64).save(tmp_path / "model")
     with pytest.raises(TypeError, match=match):
         TRPOPlus.load(tmp_path / "model", **{name: value})
-    # a name of no TRPO script is Python's own error, and the signature is the real one
-    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_argument'"):
+    # a name of no TRPO script: the list of arguments, and the signature is the real one
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_argument': the arguments are "):
         TRPOPlus("MlpPolicy", "CartPole-v1", no_such_argument=1)
     assert "target_kl" in inspect.signature(TRPOPlus).parameters
+
+
+@pytest.mark.parametrize("name, closest", [("targetkl", "target_kl"), ("target_kll", "target_kl"), ("entcoef", "ent_coef")])
+def test_misspelled_argument_names_the_closest(name, closest, tmp_path):
+    """A misspelled keyword gets the closest argument's name, at construction and in ``load`` (where SB3 would store
+    it unseen)."""
+    match = rf"unexpected keyword argument '{name}': did you mean '{closest}'"
+    with pytest.raises(TypeError, match=match):
+        TRPOPlus("MlpPolicy", "CartPole-v1", **{name: 0.01})
+    TRPOPlus("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64).save(tmp_path / "model")
+    with pytest.raises(TypeError, match=match):
+        TRPOPlus.load(tmp_path / "model", **{name: 0.01})
 
 
 def test_renamed_arguments_are_the_docs_table():

@@ -42,7 +42,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from helpers import fake_update
+from helpers import fake_update, tiny_images
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sb3_contrib import TRPO
@@ -637,3 +637,67 @@ def test_sb3_contrib_checkpoint_keeps_its_initial_trust_region(tmp_path):
     loaded.last_update = fake_update(1, "S")
     callback.on_rollout_start()
     assert loaded.target_kl == 0.03
+
+
+# Issue 56: what a line-by-line review found
+
+
+def test_entropy_floor_pair_is_checked_on_assignment(tmp_path):
+    """``min_ent_coef <= initial ent_coef`` is checked by both setters as by the constructor (the updates silently used
+    the broken pair, and the saved model could not be loaded); what can be saved can be loaded."""
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", ent_coef=0.05, min_ent_coef=0.01, **SMALL)
+    with pytest.raises(ValueError, match="ent_coef must start at or above min_ent_coef"):
+        model.ent_coef = 0.0
+    with pytest.raises(ValueError, match="min_ent_coef must be between 0 and the initial ent_coef"):
+        model.min_ent_coef = 0.5
+    assert (model.ent_coef, model.min_ent_coef) == (0.05, 0.01)
+    model.min_ent_coef = 0.0
+    model.ent_coef = 0.0  # the floor first, then the coefficient
+    model.learn(32)
+    model.save(tmp_path / "model")
+    loaded = TRPOPlus.load(tmp_path / "model")
+    assert (loaded.ent_coef, loaded.min_ent_coef) == (0.0, 0.0)
+    # load's keyword arguments may move both, in any order, and are checked as a pair
+    moved = TRPOPlus.load(tmp_path / "model", min_ent_coef=0.08, ent_coef=0.1)
+    assert (moved.ent_coef, moved.min_ent_coef) == (0.1, 0.08)
+    with pytest.raises(ValueError, match="min_ent_coef"):
+        TRPOPlus.load(tmp_path / "model", min_ent_coef=0.2)
+
+
+def test_refused_learning_rate_never_reaches_the_optimizer(tmp_path):
+    """An update refused for a NaN learning rate leaves the optimizer's rate as it was (it wrote NaN there, and the
+    saved model then failed to load)."""
+    model = TRPOPlus(
+        "MlpPolicy", "CartPole-v1", learning_rate=lambda progress: 1e-3 if progress > 0.5 else float("nan"), **SMALL
+    )
+    with pytest.warns(RuntimeWarning, match="learning_rate"):
+        model.learn(8 * 32)
+    assert model.last_update.failure_reason == "invalid_learning_rate"
+    assert all(math.isfinite(group["lr"]) for group in model.policy.optimizer.param_groups)
+    model.save(tmp_path / "model")
+    TRPOPlus.load(tmp_path / "model")
+
+
+def test_zero_critic_updates_with_a_frozen_extractor_refused():
+    """``n_critic_updates=0`` would leave the shared extractor untrained when only the critic trains it."""
+    frozen = dict(n_critic_updates=0, critic_kl_fraction=0.5, n_steps=32, batch_size=32)
+    with pytest.raises(ValueError, match="n_critic_updates=0 .*actor_trains_features=False"):
+        tiny_images(True, 8, actor_trains_features=False, **frozen)
+    # 0 stays valid where the step trains the extractor (sb3-contrib's meaning: the critic is not trained)
+    tiny_images(True, 8, actor_trains_features=True, **frozen).learn(32)
+
+
+def test_load_applies_stats_window_size(tmp_path):
+    """``load(path, stats_window_size=3)`` is applied (it was stored and ignored)."""
+    TRPOPlus("MlpPolicy", "CartPole-v1", **SMALL).save(tmp_path / "model")
+    loaded = TRPOPlus.load(tmp_path / "model", env=DummyVecEnv([lambda: gym.make("CartPole-v1")]), stats_window_size=3)
+    assert loaded._stats_window_size == 3 and "stats_window_size" not in vars(loaded)
+    loaded.learn(5 * 32)
+    assert loaded.ep_info_buffer.maxlen == 3 and loaded._line_search_window.maxlen == 3
+    with pytest.raises(ValueError, match="stats_window_size"):
+        TRPOPlus.load(tmp_path / "model", stats_window_size=0)
+
+
+def test_multi_input_policy_on_a_box_space_says_which_policy_fits():
+    with pytest.raises(ValueError, match="MultiInputPolicy takes Dict observation spaces.*use MlpPolicy"):
+        TRPOPlus("MultiInputPolicy", "CartPole-v1", **SMALL)
