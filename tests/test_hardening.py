@@ -681,7 +681,7 @@ def test_refused_learning_rate_never_reaches_the_optimizer(tmp_path):
 def test_zero_critic_updates_with_a_frozen_extractor_refused():
     """``n_critic_updates=0`` would leave the shared extractor untrained when only the critic trains it."""
     frozen = dict(n_critic_updates=0, critic_kl_fraction=0.5, n_steps=32, batch_size=32)
-    with pytest.raises(ValueError, match="n_critic_updates=0 .*actor_trains_features=False"):
+    with pytest.raises(ValueError, match=r"n_critic_updates=0 .*actor_trains_features=False"):
         tiny_images(True, 8, actor_trains_features=False, **frozen)
     # 0 stays valid where the step trains the extractor (sb3-contrib's meaning: the critic is not trained)
     tiny_images(True, 8, actor_trains_features=True, **frozen).learn(32)
@@ -699,5 +699,5 @@ def test_load_applies_stats_window_size(tmp_path):
 
 
 def test_multi_input_policy_on_a_box_space_says_which_policy_fits():
-    with pytest.raises(ValueError, match="MultiInputPolicy takes Dict observation spaces.*use MlpPolicy"):
+    with pytest.raises(ValueError, match=r"MultiInputPolicy takes Dict observation spaces.*use MlpPolicy"):
         TRPOPlus("MultiInputPolicy", "CartPole-v1", **SMALL)
