@@ -167,8 +167,8 @@ class TimedTRPOPlus(PhaseTimer, TRPOPlus):
     def _update_critic(self, *args: Any, **kwargs: Any) -> Any:
         return self.marked("critic", super()._update_critic, *args, **kwargs)
 
-    def _update_critic_within_kl(self, *args: Any, **kwargs: Any) -> Any:
-        return self.marked("critic_within_kl", super()._update_critic_within_kl, *args, **kwargs)
+    def _critic_within_kl(self, *args: Any, **kwargs: Any) -> Any:
+        return self.marked("critic_within_kl", super()._critic_within_kl, *args, **kwargs)
 
 
 @contextlib.contextmanager

@@ -41,9 +41,6 @@ from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_trpo_plus.policy_jvp import actor_parameters
 from sb3_trpo_plus.trust_region import FisherVectorProduct, conjugate_gradient, policy_fisher_vector_product
 
-#: (as named before it moved: benchmarks/experiments/direction_quality.py imports it from here)
-_images_normalized_once = images_normalized_once
-
 SelfTRPOPlus = TypeVar("SelfTRPOPlus", bound="TRPOPlus")
 
 
@@ -118,7 +115,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         ``cg_sub_sampling_factor``-th of the policy batch, drawn at random at each update, while the gradient and the
         line search use the whole batch (1: no sub-sampling; OpenAI Baselines uses every 5th sample)
     :param critic_kl_fraction: the part of ``target_kl`` the critic may spend training the features extractor it
-        shares with the actor, before the trust-region step takes the rest (:mod:`sb3_trpo_plus.shared_features`).
+        shares with the actor, before the trust-region step takes the rest (docs/critic_features.md).
         ``0`` (default, as sb3-contrib TRPO): the critic trains only its own layers, after the step.
     :param actor_trains_features: ``False`` (with ``critic_kl_fraction > 0``): the trust-region step moves the actor's
         own layers only, on the features the critic left; the critic alone trains the shared extractor.
@@ -574,7 +571,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         :param train_features: run the features extractor in every minibatch, with gradient (it is then trained
             unless it is among ``actor_params``)
         :param policy_batch: with ``train_features``, the whole rollout as a policy batch, in the rollout's order: the
-            minibatch loss is then PPO's combined loss (:func:`~sb3_trpo_plus.shared_features.combined_loss`)
+            minibatch loss is then PPO's combined loss (:meth:`_combined_loss`)
         :param ent_coef: the entropy coefficient of that loss's objective (this update's)
         """
         returns = rollout_data.returns
@@ -590,9 +587,7 @@ class TRPOPlus(OnPolicyAlgorithm):
                     value_loss = F.mse_loss(returns[index], values_of(index).flatten())
                     loss = value_loss
                 else:
-                    value_loss, loss = shared_features.combined_loss(
-                        self, policy_batch.minibatch(index), returns[index], ent_coef
-                    )
+                    value_loss, loss = self._combined_loss(policy_batch.minibatch(index), returns[index], ent_coef)
                 if not th.isfinite(loss):
                     continue  # never let a non-finite loss reach the weights
                 self.policy.optimizer.zero_grad()
@@ -607,15 +602,92 @@ class TRPOPlus(OnPolicyAlgorithm):
                 value_losses.append(value_loss.item())
         return value_losses
 
-    def _update_critic_within_kl(
+    def _combined_loss(self, minibatch: PolicyBatch, returns: th.Tensor, ent_coef: float) -> tuple[th.Tensor, th.Tensor]:
+        """
+        PPO's combined loss on one minibatch, one pass of the shared extractor for both heads: ``value_loss -
+        critic_policy_coef * objective``, the objective (with ``ent_coef``, clipped with ``critic_policy_clip_range``)
+        through the actor's head, which gets no gradient from it (the critic leaves the actor's parameters alone).
+
+        :return: the value loss and the combined loss
+        """
+        policy: ActorCriticPolicy = self.policy
+        features = policy.extract_features(minibatch.obs)  # type: ignore[arg-type]
+        values = policy.value_net(policy.mlp_extractor.forward_critic(features))  # type: ignore[arg-type]
+        value_loss = F.mse_loss(returns, values.flatten())
+        distribution = shared_features.head_distribution(policy, features)  # type: ignore[arg-type]
+        objective, _ = self._objective(distribution, minibatch, ent_coef, self.critic_policy_clip_range)
+        return value_loss, value_loss - self.critic_policy_coef * objective
+
+    def _critic_within_kl(
         self,
         rollout_data: RolloutBufferSamples | DictRolloutBufferSamples,
         batch: PolicyBatch,
         actor_params: list[nn.Parameter],
         update: UpdateSettings,
     ) -> shared_features.CriticShare:
-        """The critic first, training the shared features within its part of the trust region (``shared_features``)."""
-        return shared_features.critic_within_kl(self, rollout_data, batch, actor_params, update)
+        """
+        The critic first, training the features extractor it shares with the actor within its part of the trust
+        region: its change of the extractor is halved until ``KL(rollout's policy || policy) <= critic_kl_fraction *
+        target_kl``. If ``CRITIC_KL_HALVINGS`` halvings do not get there, the critic's whole pass is undone (the
+        extractor, the critic's own layers trained on the discarded features, and the optimizer's state, whose moments
+        hold the discarded change), and the critic's own layers train alone on the rollout's features. On an exception
+        or interruption the extractor is the rollout's, exactly.
+        """
+        policy: ActorCriticPolicy = self.policy  # type: ignore[assignment]
+        with th.no_grad():
+            # (one extractor shared by both heads: a tensor, not the pair of a policy that has two)
+            features_at_start: th.Tensor = policy.extract_features(batch.obs)  # type: ignore[arg-type, assignment]
+            rollout_policy = detach_distribution(shared_features.head_distribution(policy, features_at_start))
+        shared = list(policy.features_extractor.parameters())
+        actor_set = set(actor_params)
+        critic_own = [param for param in policy.parameters() if param not in actor_set]
+        start, critic_start = flatten_params(shared), flatten_params(critic_own)
+        optimizer_state = copy.deepcopy(policy.optimizer.state_dict())
+        budget = self.critic_kl_fraction * update.target_kl
+        kept, critic_kl, features = 0.0, 0.0, features_at_start
+        try:
+            # (with critic_policy_coef, on the policy's objective too: the whole rollout, in the critic's order; the
+            # policy batch is already that without sub_sampling_factor)
+            policy_batch = None
+            if self.critic_policy_coef > 0:
+                policy_batch = (
+                    batch if self.sub_sampling_factor == 1 else self._policy_batch(rollout_data, sub_sampling_factor=1)
+                )
+            value_losses = self._update_critic(
+                rollout_data,
+                set(actor_params) - set(shared),
+                train_features=True,
+                policy_batch=policy_batch,
+                ent_coef=update.ent_coef,
+            )
+            change = flatten_params(shared) - start
+            fraction = 1.0
+            with th.no_grad():
+                for _ in range(shared_features.CRITIC_KL_HALVINGS + 1):
+                    assign_params(shared, start + fraction * change)
+                    new_features = policy.extract_features(batch.obs)  # type: ignore[arg-type]
+                    new_distribution = shared_features.head_distribution(policy, new_features)  # type: ignore[arg-type]
+                    kl = mean_kl(rollout_policy, new_distribution, joint=False).item()
+                    if np.isfinite(kl) and kl <= budget:
+                        kept, critic_kl, features = fraction, kl, new_features
+                        break
+                    fraction *= 0.5
+        finally:
+            if kept == 0.0:
+                # the extractor as the rollout's policy had it, exactly
+                assign_params(shared, start)
+        if kept == 0.0:
+            assign_params(critic_own, critic_start)
+            policy.optimizer.load_state_dict(optimizer_state)
+            # (the features of the whole rollout when the batch is the whole rollout)
+            rollout_features = features_at_start if self.sub_sampling_factor == 1 else None
+            value_losses = self._update_critic(rollout_data, actor_set | set(shared), rollout_features)
+        if self.actor_trains_features:
+            return shared_features.CriticShare(value_losses, rollout_policy, critic_kl, kept, actor_params, None)
+        # The step moves the actor's own layers only, on the features the critic left (computed once)
+        shared_set = set(shared)
+        own = [param for param in actor_params if param not in shared_set]
+        return shared_features.CriticShare(value_losses, rollout_policy, critic_kl, kept, own, features)  # type: ignore[arg-type]
 
     def _actor_params(self, observations: PyTorchObs | None = None) -> list[nn.Parameter]:
         """
@@ -665,12 +737,8 @@ class TRPOPlus(OnPolicyAlgorithm):
             batch = self._policy_batch(rollout_data)
 
             # 2. The trust-region step. With critic_kl_fraction > 0 the critic's training of the shared features first
-            # spends its part of the trust region (shared_features.py), and the step takes the rest
-            share = (
-                self._update_critic_within_kl(rollout_data, batch, actor_params, update)
-                if self.critic_kl_fraction > 0
-                else None
-            )
+            # spends its part of the trust region (_critic_within_kl), and the step takes the rest
+            share = self._critic_within_kl(rollout_data, batch, actor_params, update) if self.critic_kl_fraction > 0 else None
             if share is None:
                 diagnostics = self._update_policy(batch, update, actor_params)
             else:

@@ -12,7 +12,7 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from sb3_trpo_plus import TRPOPlus, shared_features
+from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
 from sb3_trpo_plus.distributions import kl_per_sample
@@ -128,6 +128,25 @@ def test_critic_kl_fraction_shrinks_a_large_critic_change():
     assert 0.0 < logged["train/critic_kl"] <= 0.1 * TARGET_KL
 
 
+def test_undone_critic_change_leaves_no_trace_in_the_optimizer():
+    """
+    When the critic's change of the shared extractor is undone (no halving fits its budget), nothing of it stays in
+    Adam's moments of the extractor (they fed the discarded change into the next update), and the critic's own layers
+    still train (alone, on the rollout's features).
+    """
+    # a learning rate far too large and a budget far too small: every change of the extractor is undone
+    model = shared_model(1e-9, learning_rate=0.5, net_arch=dict(pi=[], vf=[8]), actor_trains_features=False)
+    extractor = list(model.policy.features_extractor.parameters())
+    critic_own = list(model.policy.mlp_extractor.value_net.parameters()) + list(model.policy.value_net.parameters())
+    start, critic_start = flatten_params(extractor).clone(), flatten_params(critic_own).clone()
+    model.learn(2 * 256)
+    assert model.logger.name_to_value["train/critic_features_kept"] == 0.0
+    assert th.equal(flatten_params(extractor), start)
+    assert all(param not in model.policy.optimizer.state for param in extractor)
+    assert not th.equal(flatten_params(critic_own), critic_start)
+    assert all(param in model.policy.optimizer.state for param in critic_own)
+
+
 def test_critic_kl_fraction_interrupted_leaves_the_features_as_they_were(monkeypatch):
     model = shared_model(0.5)
     model.learn(256)
@@ -138,7 +157,7 @@ def test_critic_kl_fraction_interrupted_leaves_the_features_as_they_were(monkeyp
         raise KeyboardInterrupt
 
     # interrupted while the critic's change of the extractor is measured: the extractor is the rollout's, exactly
-    monkeypatch.setattr(shared_features, "mean_kl", interrupted)
+    monkeypatch.setattr(trpo_plus_module, "mean_kl", interrupted)
     with pytest.raises(KeyboardInterrupt):
         model.train()
     assert th.equal(flatten_params(extractor), start)

@@ -39,11 +39,12 @@ import torch as th
 from sb3_contrib.common.utils import conjugate_gradient_solver
 
 from benchmarks._common import command_line, load_hyperparams, machine_info, set_threads, write_json, zoo_env_and_model
+from sb3_trpo_plus.batch import images_normalized_once
 from sb3_trpo_plus.buffers import whole_rollout
 from sb3_trpo_plus.diagnostics import UpdateSettings
 from sb3_trpo_plus.distributions import kl_per_sample
 from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
-from sb3_trpo_plus.trpo_plus import TRPOPlus, _images_normalized_once
+from sb3_trpo_plus.trpo_plus import TRPOPlus
 
 ENV_ID = "BreakoutNoFrameskip-v4"
 CLIP_RANGE = 0.1
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         rollout_data = whole_rollout(model.rollout_buffer)
         print(f"rollouts: {time.perf_counter() - start:.0f} s; ent_coef {ent_coef:.4f}")
         results = {}
-        with _images_normalized_once(model.policy, rollout_data.observations) as observations:
+        with images_normalized_once(model.policy, rollout_data.observations) as observations:
             # (every rollout scaled as the update scales its own; the policy does not scale them again in here)
             scaled = observations is not rollout_data.observations
             rollout_data = rollout_data._replace(observations=observations)
