@@ -665,8 +665,8 @@ class TRPOPlus(OnPolicyAlgorithm):
             with th.no_grad():
                 for _ in range(shared_features.CRITIC_KL_HALVINGS + 1):
                     assign_params(shared, start + fraction * change)
-                    new_features = policy.extract_features(batch.obs)  # type: ignore[arg-type]
-                    new_distribution = shared_features.head_distribution(policy, new_features)  # type: ignore[arg-type]
+                    new_features: th.Tensor = policy.extract_features(batch.obs)  # type: ignore[arg-type, assignment]
+                    new_distribution = shared_features.head_distribution(policy, new_features)
                     kl = mean_kl(rollout_policy, new_distribution, joint=False).item()
                     if np.isfinite(kl) and kl <= budget:
                         kept, critic_kl, features = fraction, kl, new_features
@@ -687,7 +687,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         # The step moves the actor's own layers only, on the features the critic left (computed once)
         shared_set = set(shared)
         own = [param for param in actor_params if param not in shared_set]
-        return shared_features.CriticShare(value_losses, rollout_policy, critic_kl, kept, own, features)  # type: ignore[arg-type]
+        return shared_features.CriticShare(value_losses, rollout_policy, critic_kl, kept, own, features)
 
     def _actor_params(self, observations: PyTorchObs | None = None) -> list[nn.Parameter]:
         """
