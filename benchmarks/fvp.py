@@ -49,8 +49,7 @@ from torch import nn
 from benchmarks._common import RESULTS_DIR, command_line, machine_info, register_envs, write_json
 from benchmarks._timing import best_time
 from sb3_trpo_plus import TRPOPlus
-from sb3_trpo_plus.policy_jvp import actor_critic_jvp, functional_jvp
-from sb3_trpo_plus.trust_region import FisherVectorProduct
+from sb3_trpo_plus.fisher import FisherVectorProduct, actor_critic_jvp, functional_jvp
 
 Setup = Callable[[], tuple[Callable[..., th.Tensor], th.Tensor]]
 

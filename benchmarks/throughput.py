@@ -52,7 +52,7 @@ from benchmarks._common import (
 from benchmarks._timing import PhaseTimer, counting, marking, marking_start, patched, phase_split
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
-from sb3_trpo_plus.trust_region import FisherVectorProduct
+from sb3_trpo_plus.fisher import FisherVectorProduct
 
 #: The benchmark's environments. Breakout: every algorithm as its zoo entry builds it (``atari``: wrappers, frame
 #: stack, n_envs x n_steps, ``normalize``, callbacks); sb3-contrib TRPO, which has no such entry, gets the environment

@@ -5,7 +5,7 @@ distribution and the critic's values from its features, and what the critic's pa
 step (:class:`CriticShare`). The steps themselves are :class:`~sb3_trpo_plus.TRPOPlus`'s ``_critic_within_kl`` and
 ``_combined_loss``. See docs/critic_features.md.
 
-This module uses nothing of ``sb3_trpo_plus`` but :mod:`sb3_trpo_plus.batch`.
+This module uses nothing of ``sb3_trpo_plus`` but :mod:`sb3_trpo_plus.rollout`.
 """
 
 from collections.abc import Callable
@@ -18,7 +18,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-from sb3_trpo_plus.batch import index_obs
+from sb3_trpo_plus.rollout import index_obs
 
 #: Halvings of the critic's change of a shared features extractor before it is undone
 CRITIC_KL_HALVINGS = 10

@@ -31,15 +31,21 @@ from torch import nn
 from torch.nn import functional as F
 
 from sb3_trpo_plus import arguments, shared_features
-from sb3_trpo_plus.batch import PolicyBatch, images_normalized_once, index_obs, sub_sample
-from sb3_trpo_plus.buffers import owns_copies, whole_rollout
 from sb3_trpo_plus.diagnostics import UpdateDiagnostics, UpdateSettings, line_search_health
-from sb3_trpo_plus.distributions import detach_distribution, mean_kl
 from sb3_trpo_plus.finite import FiniteObservations, is_finite, non_finite_entries, non_finite_rollout, stop_if_untrainable
-from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
+from sb3_trpo_plus.fisher import (
+    FisherVectorProduct,
+    actor_parameters,
+    assign_params,
+    conjugate_gradient,
+    detach_distribution,
+    flat_grad,
+    flatten_params,
+    mean_kl,
+    policy_fisher_vector_product,
+)
 from sb3_trpo_plus.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
-from sb3_trpo_plus.policy_jvp import actor_parameters
-from sb3_trpo_plus.trust_region import FisherVectorProduct, conjugate_gradient, policy_fisher_vector_product
+from sb3_trpo_plus.rollout import PolicyBatch, images_normalized_once, index_obs, owns_copies, sub_sample, whole_rollout
 
 SelfTRPOPlus = TypeVar("SelfTRPOPlus", bound="TRPOPlus")
 

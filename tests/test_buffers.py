@@ -6,7 +6,7 @@ from helpers import tiny_images
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
-from sb3_trpo_plus.buffers import owns_copies, scaled_images, whole_rollout
+from sb3_trpo_plus.rollout import owns_copies, scaled_images, whole_rollout
 
 N_STEPS, N_ENVS = 6, 3
 

@@ -15,8 +15,7 @@ from torch import nn
 from sb3_trpo_plus import TRPOPlus
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
 from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
-from sb3_trpo_plus.distributions import kl_per_sample
-from sb3_trpo_plus.parameters import flatten_params
+from sb3_trpo_plus.fisher import flatten_params, kl_per_sample
 
 TARGET_KL = 0.01
 

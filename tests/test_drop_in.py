@@ -15,8 +15,7 @@ from stable_baselines3.common.envs import IdentityEnvMultiBinary
 from stable_baselines3.common.logger import configure
 
 from sb3_trpo_plus import TRPOPlus
-from sb3_trpo_plus.distributions import detach_distribution, kl_per_sample
-from sb3_trpo_plus.parameters import flatten_params
+from sb3_trpo_plus.fisher import detach_distribution, flatten_params, kl_per_sample
 
 
 class TrackingEnv(gym.Env):

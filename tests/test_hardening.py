@@ -55,7 +55,7 @@ from torch import nn
 
 from sb3_trpo_plus import TRPOPlus, UpdateDiagnostics
 from sb3_trpo_plus.callbacks import AdaptiveTrustRegionCallback
-from sb3_trpo_plus.parameters import flatten_params
+from sb3_trpo_plus.fisher import flatten_params
 
 SMALL = dict(n_steps=32, batch_size=32, n_critic_updates=1, policy_kwargs=dict(net_arch=[8]))
 

@@ -26,10 +26,9 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 
-from sb3_trpo_plus import TRPOPlus, trust_region
+from sb3_trpo_plus import TRPOPlus, fisher
 from sb3_trpo_plus import trpo_plus as trpo_plus_module
-from sb3_trpo_plus.distributions import detach_distribution, kl_per_sample
-from sb3_trpo_plus.parameters import flatten_params
+from sb3_trpo_plus.fisher import detach_distribution, flatten_params, kl_per_sample
 from sb3_trpo_plus.trpo_plus import decayed_ent_coef
 
 SMALL = dict(n_steps=64, batch_size=32, n_critic_updates=2, policy_kwargs=dict(net_arch=[16]))
@@ -443,7 +442,7 @@ def test_sub_sampling(monkeypatch):
             super().__init__(*args, **kwargs)
             fvp_batch_sizes.append(self.batch_size)
 
-    monkeypatch.setattr(trust_region, "FisherVectorProduct", RecordedFVP)
+    monkeypatch.setattr(fisher, "FisherVectorProduct", RecordedFVP)
     model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, sub_sampling_factor=2, cg_sub_sampling_factor=4, **SMALL)
     objective = model._objective
     monkeypatch.setattr(

@@ -12,11 +12,18 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch.func import functional_call
 from torch.nn.utils import parameters_to_vector
 
-from sb3_trpo_plus import distributions
-from sb3_trpo_plus.distributions import detach_distribution, distribution_tensors, kl_per_sample, mean_kl
-from sb3_trpo_plus.parameters import unflatten_like
-from sb3_trpo_plus.policy_jvp import actor_critic_jvp, functional_jvp
-from sb3_trpo_plus.trust_region import FisherVectorProduct, conjugate_gradient
+from sb3_trpo_plus import fisher as distributions
+from sb3_trpo_plus.fisher import (
+    FisherVectorProduct,
+    actor_critic_jvp,
+    conjugate_gradient,
+    detach_distribution,
+    distribution_tensors,
+    functional_jvp,
+    kl_per_sample,
+    mean_kl,
+    unflatten_like,
+)
 
 ACTION_SPACES = {
     "categorical": (gym.spaces.Discrete(3), {}),
@@ -258,7 +265,7 @@ def test_distribution_rules_cover_every_sb3_distribution():
     # One entry per SB3 action distribution: a distribution SB3 adds must get its entry here
     import stable_baselines3.common.distributions as sb3_distributions
 
-    from sb3_trpo_plus.distributions import DISTRIBUTION_RULES
+    from sb3_trpo_plus.fisher import DISTRIBUTION_RULES
 
     base = sb3_distributions.Distribution
     sb3_classes = {cls for cls in vars(sb3_distributions).values() if isinstance(cls, type) and issubclass(cls, base)}

@@ -39,11 +39,9 @@ import torch as th
 from sb3_contrib.common.utils import conjugate_gradient_solver
 
 from benchmarks._common import command_line, load_hyperparams, machine_info, set_threads, write_json, zoo_env_and_model
-from sb3_trpo_plus.batch import images_normalized_once
-from sb3_trpo_plus.buffers import whole_rollout
 from sb3_trpo_plus.diagnostics import UpdateSettings
-from sb3_trpo_plus.distributions import kl_per_sample
-from sb3_trpo_plus.parameters import assign_params, flat_grad, flatten_params
+from sb3_trpo_plus.fisher import assign_params, flat_grad, flatten_params, kl_per_sample
+from sb3_trpo_plus.rollout import images_normalized_once, whole_rollout
 from sb3_trpo_plus.trpo_plus import TRPOPlus
 
 ENV_ID = "BreakoutNoFrameskip-v4"

@@ -1,9 +1,9 @@
 """
 Time the preparation of the update's batch from a full rollout buffer of Atari frames (8 envs x 256 steps of
 4x84x84 by default, the ``atari`` entry's rollout): ``next(buffer.get(batch_size=None))`` then ``channels_last`` (the
-path before ``sb3_trpo_plus.buffers.whole_rollout``) against ``whole_rollout``, each followed by the images' scaling
+path before ``sb3_trpo_plus.rollout.whole_rollout``) against ``whole_rollout``, each followed by the images' scaling
 to [0, 1] that the update does once: ``/ 255.0`` (a second 230 MB allocation); since stop 23
-``sb3_trpo_plus.buffers.scaled_images`` (the division in place on a copy, bit-identical); since stop 26 the division
+``sb3_trpo_plus.rollout.scaled_images`` (the division in place on a copy, bit-identical); since stop 26 the division
 in place on ``whole_rollout``'s own tensor (no copy at all, ``scaled_images(..., in_place=True)``). The paths are
 timed in turn (the order reversed every repeat), so a shared machine's drift hits all alike.
 
@@ -21,7 +21,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 
-from sb3_trpo_plus.buffers import scaled_images, whole_rollout
+from sb3_trpo_plus.rollout import scaled_images, whole_rollout
 
 
 def filled_buffer(n_envs: int, n_steps: int, seed: int) -> RolloutBuffer:
