@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# The runs behind docs/benchmarks.md's Atari-5 section (benchmarks/results/atari/atari5_rule.md), resumable across
-# sessions. Lanes (one per CPU core) take runs from one ordered list: the runs with a checkpoint first (the furthest
-# first), then seed 0 of every game for both algorithms, then seed 1, and so on; a finished run (its record exists) is
-# skipped, a run another lane holds is left to it, and a run with a checkpoint continues from it.
+# The runs behind docs/benchmarks.md's Atari-5 section (benchmarks/results/atari/atari5_rule.md). Lanes (one per CPU
+# core) take runs from one ordered list: the runs with a checkpoint first (the furthest first), then seed 0 of every
+# game for both algorithms, then seed 1, and so on; a finished run (its record exists) is skipped, a run another lane
+# holds is left to it, and a run with a checkpoint continues from it.
 #
 #     bash benchmarks/atari_campaign.sh                 # 2 lanes in the background, logs in benchmarks/results/tmp/
 #     bash benchmarks/atari_campaign.sh --lanes 1       # one lane
 #     bash benchmarks/atari_campaign.sh --commit        # also commit each record as its run finishes
-#     bash benchmarks/atari_campaign.sh --status        # finished, running and waiting runs
-#     bash benchmarks/atari_campaign.sh --carry         # before a checkout is thrown away: see below
+#     bash benchmarks/atari_campaign.sh --status        # finished, running, started and waiting runs
 #
-# Checkpoints live in benchmarks/results/tmp/ (not committed). `--carry` copies the latest checkpoint, curve,
-# diagnostics and segments (which commit ran which steps) of every unfinished run to
-# benchmarks/results/in_progress/atari/ (about 20 MB a run, to commit); a run started in a new checkout begins from
-# there, and its carried copy is deleted when it finishes.
+# Only a finished run's record (benchmarks/results/atari/GAME/ALGO/seedK.json) is committed. Checkpoints (every 50k
+# steps, about 20 MB each) stay in benchmarks/results/tmp/atari/ (not committed, .gitignore): a stopped run continues
+# from its latest one in the same checkout, and a run that cannot finish before its checkout is thrown away starts
+# again from step 0 in the next one.
 #
 # Extra runs: SEEDS="5 6 7 8 9" GAMES="Breakout" bash benchmarks/atari_campaign.sh (Breakout seeds 5-9, both algorithms)
 set -u
@@ -23,7 +22,6 @@ GAMES=(${GAMES:-BattleZone DoubleDunk NameThisGame Phoenix Qbert})
 SEEDS=(${SEEDS:-0 1 2 3 4})
 ALGOS=(trpo_plus ppo)
 TMP=benchmarks/results/tmp/atari
-CARRY=benchmarks/results/in_progress/atari
 LOGS=benchmarks/results/tmp/campaign
 
 lanes=2 commit=0 action=run
@@ -32,7 +30,6 @@ while [ $# -gt 0 ]; do
         --lanes) lanes=$2; shift ;;
         --commit) commit=1 ;;
         --status) action=status ;;
-        --carry) action=carry ;;
         --lane) action=lane; lane=$2; shift ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
@@ -47,11 +44,10 @@ runs() {  # game algo seed, in campaign order
 lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
 record() { echo "benchmarks/results/atari/$(lower "$1")/$2/seed$3.json"; }
 workdir() { echo "$TMP/$(lower "$1")/$2/seed$3"; }
-carried() { echo "$CARRY/$(lower "$1")/$2/seed$3"; }
-progress() {  # steps of the run's latest checkpoint (here or carried), 0 without one
+progress() {  # steps of the run's latest checkpoint, 0 without one
     local steps
-    steps=$(ls "$(workdir "$@")"/checkpoints/rl_model_*_steps.zip "$(carried "$@")"/checkpoints/rl_model_*_steps.zip \
-        2>/dev/null | sed 's/.*rl_model_\([0-9]*\)_steps.zip/\1/' | sort -n | tail -1)
+    steps=$(ls "$(workdir "$@")"/checkpoints/rl_model_*_steps.zip 2>/dev/null \
+        | sed 's/.*rl_model_\([0-9]*\)_steps.zip/\1/' | sort -n | tail -1)
     echo "${steps:-0}"
 }
 next_runs() {  # the runs a lane may take next: those with a checkpoint first (furthest first), then campaign order
@@ -68,21 +64,14 @@ held() {  # a live lane holds this run
 }
 
 run_one() {  # game algo seed
-    local game=$1 algo=$2 seed=$3 result work carry
-    result=$(record "$@") work=$(workdir "$@") carry=$(carried "$@")
-    mkdir -p "$work"
-    if [ -d "$carry" ] && ! compgen -G "$work/checkpoints/*.zip" > /dev/null; then
-        echo "starting from the carried checkpoint $carry"
-        cp -r "$carry"/. "$work"/
-    fi
+    local game=$1 algo=$2 seed=$3 result
+    result=$(record "$@")
+    mkdir -p "$(workdir "$@")"
     OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.atari --env "$game" --algo "$algo" --seed "$seed" --budget 1e6 \
         --threads 1 --checkpoint-freq 50000 --resume || return 1
-    if [ -d "$carry" ]; then git rm -rq --cached "$carry" 2>/dev/null; rm -rf "$carry"; fi
     if [ "$commit" = 1 ]; then
         for _ in 1 2 3 4 5; do
-            git add "$result" && git commit -q -m "Atari-5: $game $algo seed $seed at 1M steps" -- "$result" "$carry" \
-                2>/dev/null && break
-            git commit -q -m "Atari-5: $game $algo seed $seed at 1M steps" -- "$result" && break
+            git add "$result" && git commit -q -m "Atari-5: $game $algo seed $seed at 1M steps" -- "$result" && break
             sleep 7
         done
     fi
@@ -118,23 +107,8 @@ case $action in
             if [ -f "$(record "$game" "$algo" "$seed")" ]; then state=done
             elif held "$(workdir "$game" "$algo" "$seed")"; then state=running
             elif [ -f "$(workdir "$game" "$algo" "$seed")/curve.json" ]; then state=started
-            elif [ -d "$(carried "$game" "$algo" "$seed")" ]; then state=carried
             else state=waiting; fi
             printf '%-8s %-13s %-10s seed %s\n' "$state" "$game" "$algo" "$seed"
-        done < <(runs)
-        ;;
-    carry)
-        while read -r game algo seed; do
-            work=$(workdir "$game" "$algo" "$seed") carry=$(carried "$game" "$algo" "$seed")
-            [ -f "$(record "$game" "$algo" "$seed")" ] && continue
-            checkpoint=$(ls -t "$work"/checkpoints/*.zip 2>/dev/null | head -1)
-            [ -z "$checkpoint" ] && continue
-            rm -rf "$carry" && mkdir -p "$carry/checkpoints"
-            cp "$checkpoint" "$carry/checkpoints/"
-            cp "$work"/checkpoints/*vecnormalize_"$(basename "$checkpoint" | sed 's/.*_\([0-9]*\)_steps.zip/\1/')"_steps.pkl \
-                "$carry/checkpoints/" 2>/dev/null
-            cp "$work"/curve.json "$work"/diagnostics.json "$work"/segments.json "$carry/" 2>/dev/null
-            echo "carried $carry ($(basename "$checkpoint"))"
         done < <(runs)
         ;;
     lane) lane_loop ;;

@@ -7,7 +7,9 @@
 # each unfinished run's latest checkpoint as N_GAME_ALGO_seedS.tar.part-* (a checkpoint is about 21 MB, over the size
 # of one returned file), in the order the runs were given, a run's parts always together. `--send`, called on the
 # same warm machine, sends the next ones. Here, in the checkout: `tar xzf records.tgz`, and for each run
-# `cat N_*.tar.part-* | tar xf -`, which puts its checkpoint where `--resume` (and atari_campaign.sh) finds it.
+# `cat N_*.tar.part-* | tar xf -`, which puts its checkpoint where `--resume` (and atari_campaign.sh) finds it, in
+# benchmarks/results/tmp/ (not committed). Only the finished runs' records are committed: a run whose checkpoint is
+# not in this checkout starts again from step 0.
 # Python packages the machine lacks travel as wheels in .whl/ (gymnasium, ale-py, stable-baselines3, sb3-contrib,
 # rl-zoo3, optuna and their missing requirements).
 #

@@ -3,11 +3,12 @@ The diagnostics picture of a TRPOPlus run, drawn from its logs.
 
 Usage::
 
-    python -m sb3_trpo_plus.plot LOGDIR [-o diagnostics.png]
+    python -m sb3_trpo_plus.plot LOGDIR [-o OUTPUT.png]
 
 ``LOGDIR`` is a run folder holding TensorBoard event files (``tensorboard_log`` of the model) or an SB3 CSV log
 (``progress.csv``), a folder above such run folders (the most recent run is drawn), or an rl_zoo3 run folder
-(``logs/trpo_plus/ENV_ID_N``) of a run started with ``--tensorboard-log``.
+(``logs/trpo_plus/ENV_ID_N``) of a run started with ``--tensorboard-log``. The picture is written beside the logs it
+draws (``diagnostics.png`` in the run folder that holds them), or where ``-o`` says.
 
 Finding and reading the logs is :mod:`sb3_trpo_plus.plot_data` (its names import from here too). This module says
 what the picture draws: the series made from the logs (:func:`diagnostics_series`) and one table of panels
@@ -66,6 +67,8 @@ __all__ = [
 
 KL_KEY = "train/kl_divergence_loss"
 SUCCESS_KEY = "train/is_line_search_success"
+#: The name of the picture written into the run folder when no output path is given
+DEFAULT_OUTPUT_NAME = "diagnostics.png"
 
 
 # What the picture draws: the series
@@ -386,16 +389,14 @@ def _draw_panel(ax: Any, panel: Panel, series: dict[str, Series]) -> None:
     _legend_on_top(ax)
 
 
-def plot_diagnostics(
-    logdir: str | os.PathLike, output: str | os.PathLike = "diagnostics.png", title: str | None = None
-) -> Path:
+def plot_diagnostics(logdir: str | os.PathLike, output: str | os.PathLike | None = None, title: str | None = None) -> Path:
     """
     Draw the diagnostics picture of a run to a PNG file: episode reward; KL per update with the failed updates
     marked and the target KL; line-search success rate; step fraction; ``ent_coef``; ``cg_damping``
     (the panels of :data:`PANELS`).
 
     :param logdir: See :func:`~sb3_trpo_plus.plot_data.resolve_run`
-    :param output: The PNG file to write
+    :param output: The PNG file to write (default: ``diagnostics.png`` in the run folder that holds the logs)
     :param title: Title of the picture (default: the run folder)
     :return: The path of the written file
     """
@@ -413,7 +414,7 @@ def plot_diagnostics(
     for ax in axes.flat:
         ax.grid(True, alpha=0.3)
 
-    output = Path(output)
+    output = run_dir / DEFAULT_OUTPUT_NAME if output is None else Path(output)
     if output.parent != Path():
         output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(output, dpi=100)
@@ -429,7 +430,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "logdir",
         help="run folder (TensorBoard events or progress.csv), folder of runs (the latest is drawn) or rl_zoo3 run folder",
     )
-    parser.add_argument("-o", "--output", default="diagnostics.png", help="PNG file to write (default: diagnostics.png)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help=f"PNG file to write (default: {DEFAULT_OUTPUT_NAME} in the run folder that holds the logs it draws)",
+    )
     parser.add_argument("--title", default=None, help="title of the picture (default: the run folder)")
     args = parser.parse_args(argv)
     try:

@@ -113,6 +113,32 @@ def test_as_a_module(tmp_path):
     assert kl.x.tolist() == [128.0, 192.0] and kl.y[0] == 0.004 and math.isnan(kl.y[1])
 
 
+def test_default_output_is_beside_the_logs(tmp_path, monkeypatch, capsys):
+    # The picture goes into the folder of the logs it draws, never into the current folder
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    runs = tmp_path / "runs"
+    run_dir = runs / "TRPOPlus_1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "progress.csv").write_text(
+        "time/total_timesteps,rollout/ep_rew_mean,train/kl_divergence_loss,train/is_line_search_success\n"
+        "64,20.0,0.004,1.0\n"
+        "128,21.0,nan,0.0\n"
+    )
+    # A folder of runs: the run drawn (the most recent) gets the picture
+    main([str(runs)])
+    assert (run_dir / "diagnostics.png").read_bytes()[:8] == PNG_MAGIC
+    assert f"Wrote {run_dir / 'diagnostics.png'}" in capsys.readouterr().out
+    (run_dir / "diagnostics.png").unlink()
+    assert plot_diagnostics(run_dir) == run_dir / "diagnostics.png"
+    assert (run_dir / "diagnostics.png").read_bytes()[:8] == PNG_MAGIC
+    assert list(cwd.iterdir()) == []
+    # --output still decides, relative to the current folder
+    main([str(run_dir), "--output", "elsewhere/picture.png"])
+    assert (cwd / "elsewhere" / "picture.png").read_bytes()[:8] == PNG_MAGIC
+
+
 def test_most_recent_run_is_drawn(tmp_path):
     older = tmp_path / "runs" / "a_1"
     newer = tmp_path / "runs" / "b_1"
