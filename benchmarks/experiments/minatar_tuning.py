@@ -32,8 +32,6 @@ The rule (``decide``):
 
 Usage::
 
-    # in a new checkout: unfinished runs carried by the last one (atari_campaign.sh --carry) back to their folders
-    bash benchmarks/atari_campaign.sh --uncarry
     # the runs of a round, two at a time (resumable: a finished run is skipped); logs under each results folder's tmp/
     python -m benchmarks.experiments.minatar_tuning --round 2 --commands | xargs -P 2 -I{} sh -c {}
     # the round's table and decision
