@@ -12,7 +12,6 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.running_mean_std import RunningMeanStd
-from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
@@ -35,11 +34,6 @@ def is_finite_array(array: np.ndarray) -> bool:
     """:func:`is_finite` for a NumPy array (an overflowing sum is not warned about: the entries are checked then)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.isfinite(array.sum())) or bool(np.isfinite(array).all())
-
-
-def all_finite(obs: PyTorchObs) -> bool:
-    tensors = obs.values() if isinstance(obs, dict) else [obs]
-    return all(is_finite(tensor) for tensor in tensors if tensor.is_floating_point())
 
 
 class FiniteObservations(VecEnvWrapper):

@@ -2,7 +2,7 @@
 The rollout as the batch of one update: the whole rollout read from SB3's buffer in one copy, its observations (their
 images scaled once), actions, old log-probabilities and advantages, and the sub-samples drawn from it.
 
-This module uses nothing of ``sb3_trpo_plus`` but :mod:`sb3_trpo_plus.finite`.
+This module uses nothing else of ``sb3_trpo_plus``.
 """
 
 import contextlib
@@ -16,8 +16,6 @@ from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, PyTorchObs, RolloutBufferSamples
-
-from sb3_trpo_plus.finite import all_finite, is_finite
 
 #: The buffer classes read directly, and how their samples are built (any other class goes through its own ``get``)
 _SAMPLES: dict[type[RolloutBuffer], Callable[..., RolloutBufferSamples | DictRolloutBufferSamples]] = {
@@ -146,9 +144,6 @@ class PolicyBatch:
     advantages: th.Tensor
     features: th.Tensor | None = None
     actor_features: th.Tensor | None = None
-
-    def is_finite(self) -> bool:
-        return all_finite(self.obs) and is_finite(self.advantages) and is_finite(self.old_log_prob)
 
     def minibatch(self, index: th.Tensor) -> "PolicyBatch":
         """The samples at ``index`` (observations, actions, old log-probs and advantages)."""

@@ -243,12 +243,16 @@ class TRPOPlus(OnPolicyAlgorithm):
         self._n_non_finite_rollouts = 0
         self._n_non_finite_rollouts_in_a_row = 0
         self._rollout_met_non_finite_obs = False
+        self._finite_env: FiniteObservations | None = None
         self.last_update: UpdateDiagnostics | None = None
         self._line_search_window: deque[tuple[bool, float]] = deque(maxlen=stats_window_size)
         self._line_search_warned = False
 
         if _init_setup_model:
             self._build_model()  # (its arguments were checked above)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_finite_env"]  # (it holds the environment, as ``env`` does)
 
     def _setup_model(self) -> None:
         # SB3's hook, which `load` calls after writing the saved values and its own keyword arguments straight into
@@ -330,7 +334,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         model is then checked as the constructor checks it (the same ``ValueError``).
         """
         # (SB3 would write an unknown name into the model unseen)
-        arguments.check_argument_names(kwargs, set(inspect.signature(cls.__init__).parameters) - {"self", "policy", "env"})
+        allowed = (set(inspect.signature(cls.__init__).parameters) - {"self", "policy", "env"}) | set(
+            arguments.TRAINING_SETTINGS
+        )
+        arguments.check_argument_names(kwargs, allowed)
         return super().load(
             path,
             env=env,
@@ -361,8 +368,12 @@ class TRPOPlus(OnPolicyAlgorithm):
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
-        # The policy acts on NaN and inf observations as 0; `train` skips the update of a rollout that met some
-        finite_env = FiniteObservations(env)
+        # The policy acts on NaN and inf observations as 0; `train` skips the update of a rollout that met some. The
+        # wrapper is built once per environment (building one asks a SubprocVecEnv's workers for their render mode)
+        finite_env = self._finite_env
+        if finite_env is None or finite_env.venv is not env:
+            finite_env = self._finite_env = FiniteObservations(env)
+        finite_env.met_non_finite = False
         if self._last_obs is not None:
             self._last_obs = finite_env.finite(self._last_obs)  # type: ignore[assignment]
         collected = super().collect_rollouts(finite_env, callback, rollout_buffer, n_rollout_steps)
@@ -467,9 +478,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         :param kl_used: ``KL(reference || current policy)``, already spent: the full step is sized for the rest
         :return: the diagnostics
         """
-        if not batch.is_finite():
-            return update.record(failure_reason="non_finite_input")
-
+        # (the rollout was checked for NaN and inf before the update: train() refuses one that holds some)
         # 1. Gradient g of the surrogate objective (with the entropy bonus)
         distribution, batch.features = self._distribution(batch)
         old_distribution = detach_distribution(distribution) if reference is None else reference

@@ -493,7 +493,8 @@ ALLOWED = {
     "gae_lambda": lambda value: _finite_real(value) and 0 <= value <= 1,
     "learning_rate": lambda value: _finite_real(value if not callable(value) else value(1.0)) and
     (value if not callable(value) else value(1.0)) >= 0,
-    "target_kl": lambda value: _finite_real(value) and value > 0,
+    "target_kl": lambda value: _finite_real(value if not callable(value) else value(1.0)) and
+    (value if not callable(value) else value(1.0)) > 0,
     "cg_damping": lambda value: _finite_real(value) and value >= 0,
     "ent_coef": lambda value: _finite_real(value if not callable(value) else value(1.0)) and
     (value if not callable(value) else value(1.0)) >= 0,
@@ -504,7 +505,7 @@ WRITABLE = ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_co
 ALLOWED_WRITES = {
     **{name: ALLOWED[name] for name in ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay")},
     "min_ent_coef": ALLOWED["cg_damping"],
-    "initial_target_kl": ALLOWED["target_kl"],
+    "initial_target_kl": lambda value: _finite_real(value) and value > 0,
     "initial_cg_damping": ALLOWED["cg_damping"],
 }
 
@@ -548,7 +549,12 @@ def _shared_model() -> TRPOPlus:
 def test_writable_settings_are_checked_and_nothing_reaches_the_weights(name, value):
     model = _shared_model()
     before = getattr(model, name)
-    if ALLOWED_WRITES[name](value):
+    # (the floor min_ent_coef may not pass the initial ent_coef, whichever of the two is written)
+    pair_holds = {
+        "min_ent_coef": lambda: value <= (model.ent_coef(1.0) if callable(model.ent_coef) else model.ent_coef),
+        "ent_coef": lambda: (value(1.0) if callable(value) else value) >= model.min_ent_coef,
+    }.get(name, lambda: True)
+    if ALLOWED_WRITES[name](value) and pair_holds():
         setattr(model, name, value)
         assert getattr(model, name) is value
     else:
@@ -701,3 +707,26 @@ def test_load_applies_stats_window_size(tmp_path):
 def test_multi_input_policy_on_a_box_space_says_which_policy_fits():
     with pytest.raises(ValueError, match=r"MultiInputPolicy takes Dict observation spaces.*use MlpPolicy"):
         TRPOPlus("MultiInputPolicy", "CartPole-v1", **SMALL)
+
+
+def test_rollout_wrapper_is_built_once_per_environment(monkeypatch, tmp_path):
+    """The NaN guard's wrapper is built once per environment, not at every rollout (building one costs a round trip
+    to every SubprocVecEnv worker), and is neither saved nor kept across ``set_env``."""
+    from sb3_trpo_plus import trpo_plus as trpo_plus_module
+
+    built = []
+
+    class Counted(trpo_plus_module.FiniteObservations):
+        def __init__(self, venv):
+            built.append(venv)
+            super().__init__(venv)
+
+    monkeypatch.setattr(trpo_plus_module, "FiniteObservations", Counted)
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", **SMALL)
+    model.learn(3 * 32)
+    assert len(built) == 1
+    model.save(tmp_path / "model")
+    other = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    model.set_env(other)
+    model.learn(32, reset_num_timesteps=False)
+    assert len(built) == 2 and built[-1] is other
