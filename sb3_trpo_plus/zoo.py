@@ -1,11 +1,13 @@
 """
-TRPOPlus in rl-baselines3-zoo (``rl_zoo3``): the ``trpo_plus`` registration, its Optuna sampler and a fallback CLI.
+TRPOPlus in rl-baselines3-zoo (``rl_zoo3``): what ``--algo trpo_plus`` does differently (its experiment manager and
+Optuna sampler), the registration, and a fallback CLI.
 
 After ``pip install sb3-trpo-plus`` (regular or editable), ``python -m rl_zoo3.train --algo trpo_plus ...`` works:
-``sb3_trpo_plus_zoo.pth`` installs a lazy import hook (``_sb3_trpo_plus_zoo_hook``) that calls
-:func:`patch_module` on each rl_zoo3 module right after it is imported; :data:`PATCHES` lists every change.
-Where ``.pth`` files are not run (``python -S``, ``pip install --target``, the hook turned off with
-``SB3_TRPO_PLUS_NO_ZOO_HOOK=1``), use this module's CLI, which registers first and then runs the zoo script::
+``sb3_trpo_plus_zoo.pth`` installs a lazy import hook (``_sb3_trpo_plus_zoo_hook``) whose patches (its ``PATCHES``)
+register the name ``trpo_plus`` in rl_zoo3 as each rl_zoo3 module is imported. This module, and the rest of
+``sb3_trpo_plus``, is imported only once ``trpo_plus`` is used. Where ``.pth`` files are not run (``python -S``,
+``pip install --target``, the hook turned off with ``SB3_TRPO_PLUS_NO_ZOO_HOOK=1``), use this module's CLI, which
+registers first and then runs the zoo script::
 
     python -m sb3_trpo_plus.zoo train --env CartPole-v1          # --algo trpo_plus is the default here
     python -m sb3_trpo_plus.zoo enjoy --env CartPole-v1 -f logs/
@@ -19,21 +21,24 @@ import functools
 import inspect
 import runpy
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from types import ModuleType
+import warnings
+from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from sb3_trpo_plus.hyperparameters import ALGO_NAME, HYPERPARAMS_PATH, convert_trpo_plus_params
 
 if TYPE_CHECKING:
     import optuna
+    from rl_zoo3.exp_manager import ExperimentManager
+
+    _ManagerBase = ExperimentManager
+else:
+    _ManagerBase = object
 
 #: Model attributes that continuing training (``-i``) takes from the saved agent, not from the YAML file:
 #: the trust region adapted by ``AdaptiveTrustRegionCallback`` and the decaying entropy bonus. A value given
 #: on the command line (``-params target_kl:0.01``) still wins.
 KEPT_ON_CONTINUE = ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_coef")
-_PATCHED = "_sb3_trpo_plus_patched"
 #: The global name of ``rl_zoo3.exp_manager`` through which ``hyperparameters_optimization`` calls ``create_study``
 _OPTUNA_GLOBAL = "optuna"
 
@@ -119,166 +124,85 @@ def register_minatar_envs() -> None:
     register_envs()
 
 
-def _algorithm_class() -> type:
-    from sb3_trpo_plus import TRPOPlus
-
-    return TRPOPlus
-
-
-@dataclass(frozen=True)
-class ZooPatch:
+class TRPOPlusExperimentManagerMixin(_ManagerBase):
     """
-    One change to rl_zoo3, named after what it changes; :data:`PATCHES` lists them all.
+    What rl_zoo3's ``ExperimentManager`` does differently for ``--algo trpo_plus``. An experiment manager made with
+    ``algo="trpo_plus"`` is an instance of this class mixed into rl_zoo3's (:func:`trpo_plus_experiment_manager`; the
+    import hook's ``ExperimentManager.__new__`` picks it); other algorithms get rl_zoo3's class, unchanged.
 
-    :param name: what it changes
-    :param module: the rl_zoo3 module it changes (the import hook applies it right after that module ran)
-    :param relies_on: the rl_zoo3 names it uses, each with the parameters it calls it with (``()`` for a value):
-        :func:`check_patch` looks them up before the patch is applied, so that a name rl_zoo3 renamed or whose
-        parameters changed stops the patch with an error naming both, instead of a patch that silently does nothing
-    :param apply: the change, given the module (idempotent)
+    - Without ``-conf``, the hyperparameters are read from :data:`HYPERPARAMS_PATH` (rl_zoo3 would look inside its own
+      installation); MinAtar's ids are registered first, for the YAML's MinAtar entries.
+    - ``ent_coef: lin_0.05`` and ``target_kl: lin_0.08`` become linear schedules, as ``learning_rate: lin_...`` does
+      (rl_zoo3 converts only its own keys).
+    - ``-i`` keeps the saved values of :data:`KEPT_ON_CONTINUE` (rl_zoo3 passes every YAML value to ``load()``, which
+      would overwrite the adapted trust region), unless given on the command line.
+    - ``-optimize --storage ...`` opens the study with :func:`sb3_trpo_plus.tuning.create_shared_study` (heartbeat and
+      retry of trials whose worker died, exact ``--max-total-trials``; see ``docs/tuning.md``).
     """
 
-    name: str
-    module: str
-    relies_on: dict[str, tuple[str, ...]]
-    apply: Callable[[ModuleType], None]
+    is_trpo_plus_experiment_manager = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        register_minatar_envs()  # before rl_zoo3's __init__ looks the env id up in the registry
+        super().__init__(*args, **kwargs)
+        if not inspect.signature(super().__init__).bind(*args, **kwargs).arguments.get("config"):
+            self.config = str(HYPERPARAMS_PATH)
 
-def _resolve(module: ModuleType, dotted: str) -> Any:
-    target: Any = module
-    for part in dotted.split("."):
-        target = getattr(target, part)
-    return target
+    def _preprocess_hyperparams(self, hyperparams: dict[str, Any]) -> Any:
+        return super()._preprocess_hyperparams(_lin_schedules(hyperparams))
 
+    def _load_pretrained_agent(self, hyperparams: dict[str, Any], env: Any) -> Any:
+        explicit = self.custom_hyperparams or {}
+        kept = {key: value for key, value in hyperparams.items() if key not in KEPT_ON_CONTINUE or key in explicit}
+        return super()._load_pretrained_agent(kept, env)
 
-def check_patch(patch: ZooPatch, module: ModuleType) -> None:
-    """
-    Raise a ``RuntimeError`` naming the patch when a name it relies on is missing from ``module`` or lost a parameter.
-
-    :param patch: the patch
-    :param module: the rl_zoo3 module it is about to change
-    """
-    for dotted, parameters in patch.relies_on.items():
-        try:
-            target = _resolve(module, dotted)
-        except AttributeError:
-            raise RuntimeError(
-                f"sb3-trpo-plus patch {patch.name!r} cannot be applied: {module.__name__}.{dotted} no longer exists "
-                "in this rl_zoo3 version"
-            ) from None
-        missing = [name for name in parameters if name not in inspect.signature(target).parameters]
-        if missing:
-            raise RuntimeError(
-                f"sb3-trpo-plus patch {patch.name!r} cannot be applied: {module.__name__}.{dotted} has no parameter "
-                f"{', '.join(missing)} in this rl_zoo3 version"
+    def hyperparameters_optimization(self) -> None:
+        """
+        rl_zoo3's, which passes ``--storage`` to ``optuna.create_study`` and has no option for a heartbeat. With a
+        storage, it runs as a copy of rl_zoo3's function whose global ``optuna`` is :class:`_OptunaCreatingSharedStudies`:
+        the module's own global is never replaced, so other threads and other algorithms see Optuna unchanged.
+        """
+        optimize = super().hyperparameters_optimization
+        function = getattr(optimize, "__func__", None)
+        if self.storage is None:
+            return optimize()
+        if not isinstance(function, FunctionType) or _OPTUNA_GLOBAL not in function.__code__.co_names:
+            warnings.warn(
+                "sb3-trpo-plus: rl_zoo3's hyperparameters_optimization no longer calls optuna.create_study: "
+                "the study has no heartbeat and --max-total-trials is rl_zoo3's",
+                stacklevel=2,
             )
+            return optimize()
+        shared = _OptunaCreatingSharedStudies(function.__globals__[_OPTUNA_GLOBAL], self.max_total_trials)
+        return _with_global(function, _OPTUNA_GLOBAL, shared)(self)
 
 
-def _wrap_method(
-    cls: type, method: str, patch_name: str, make_wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]
-) -> None:
-    """Replace ``cls.method`` by ``make_wrapper(original)``, once (the wrapper carries the patch's name)."""
-    original = getattr(cls, method)
-    if getattr(original, _PATCHED, None) == patch_name:
-        return
-    wrapper = functools.wraps(original)(make_wrapper(original))
-    setattr(wrapper, _PATCHED, patch_name)
-    setattr(cls, method, wrapper)
-
-
-def _add_trpo_plus_to_algos(module: ModuleType) -> None:
-    module.ALGOS[ALGO_NAME] = _algorithm_class()
-
-
-def _add_trpo_plus_sampler(module: ModuleType) -> None:
-    module.HYPERPARAMS_SAMPLER[ALGO_NAME] = sample_trpo_plus_params
-    module.HYPERPARAMS_CONVERTER[ALGO_NAME] = convert_trpo_plus_params
-
-
-def _register_minatar_envs(module: ModuleType) -> None:
-    register_minatar_envs()
-
-
-def _default_config_is_the_packaged_yaml(module: ModuleType) -> None:
-    """Without ``-conf``, ``trpo_plus`` reads :data:`HYPERPARAMS_PATH` (rl_zoo3 would look inside its own installation)."""
-
-    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(original)
-
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            original(self, *args, **kwargs)
-            if self.algo == ALGO_NAME and signature.bind(self, *args, **kwargs).arguments.get("config") is None:
-                self.config = str(HYPERPARAMS_PATH)
-
-        return __init__
-
-    _wrap_method(module.ExperimentManager, "__init__", "default_config_is_the_packaged_yaml", make_wrapper)
-
-
-def _continue_keeps_adapted_values(module: ModuleType) -> None:
+@functools.cache
+def trpo_plus_experiment_manager(base: type) -> type:
     """
-    ``-i`` keeps the saved values of :data:`KEPT_ON_CONTINUE` (rl_zoo3 passes every YAML value to ``load()``, which
-    would overwrite the adapted trust region), unless given on the command line.
+    The class of a ``trpo_plus`` experiment manager: :class:`TRPOPlusExperimentManagerMixin` mixed into ``base``.
+
+    :param base: rl_zoo3's ``ExperimentManager``, or a subclass of it
+    :return: the subclass of ``base``
     """
-
-    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def _load_pretrained_agent(self: Any, hyperparams: dict[str, Any], env: Any) -> Any:
-            if self.algo == ALGO_NAME:
-                explicit = self.custom_hyperparams or {}
-                hyperparams = {
-                    key: value for key, value in hyperparams.items() if key not in KEPT_ON_CONTINUE or key in explicit
-                }
-            return original(self, hyperparams, env)
-
-        return _load_pretrained_agent
-
-    _wrap_method(module.ExperimentManager, "_load_pretrained_agent", "continue_keeps_adapted_values", make_wrapper)
+    return type(f"TRPOPlus{base.__name__}", (TRPOPlusExperimentManagerMixin, base), {"__module__": __name__})
 
 
-def _lin_schedules_patch(module: ModuleType) -> None:
-    """``ent_coef: lin_0.05`` and ``target_kl: lin_0.08`` become linear schedules, as ``learning_rate: lin_...`` does
-    (rl_zoo3 converts only its own keys)."""
-
-    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def _preprocess_hyperparams(self: Any, hyperparams: dict[str, Any]) -> Any:
-            if self.algo == ALGO_NAME:
-                hyperparams = _lin_schedules(hyperparams)
-            return original(self, hyperparams)
-
-        return _preprocess_hyperparams
-
-    _wrap_method(module.ExperimentManager, "_preprocess_hyperparams", "lin_schedules", make_wrapper)
-
-
-def _shared_study_heartbeat(module: ModuleType) -> None:
-    """
-    For ``--algo trpo_plus -optimize --storage ...``: the ``optuna.create_study`` that
-    ``ExperimentManager.hyperparameters_optimization`` calls becomes
-    :func:`sb3_trpo_plus.tuning.create_shared_study` (heartbeat and retry of trials whose worker died, exact
-    ``--max-total-trials``; see ``docs/tuning.md``). rl_zoo3 passes the storage URL to ``optuna.create_study`` and has no
-    option for a heartbeat, so while that method runs, the module's global name ``optuna`` is a stand-in for the
-    ``optuna`` module with that one function replaced. Other algorithms, and runs without ``--storage``, go through
-    unchanged.
-    """
-    real_optuna = getattr(module, _OPTUNA_GLOBAL)
-
-    def make_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-        def hyperparameters_optimization(self: Any) -> Any:
-            if self.algo != ALGO_NAME or self.storage is None:
-                return original(self)
-            setattr(module, _OPTUNA_GLOBAL, _OptunaCreatingSharedStudies(real_optuna, self.max_total_trials))
-            try:
-                return original(self)
-            finally:
-                setattr(module, _OPTUNA_GLOBAL, real_optuna)
-
-        return hyperparameters_optimization
-
-    _wrap_method(module.ExperimentManager, "hyperparameters_optimization", "shared_study_heartbeat", make_wrapper)
+def _with_global(function: FunctionType, name: str, value: Any) -> FunctionType:
+    """A copy of ``function`` that sees ``value`` as its global ``name`` (its module's globals are left alone)."""
+    copy = FunctionType(
+        function.__code__,
+        {**function.__globals__, name: value},
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    return copy
 
 
 class _OptunaCreatingSharedStudies(ModuleType):
-    """The ``optuna`` module as ``rl_zoo3.exp_manager`` sees it during a trpo_plus study: ``create_study`` is ours."""
+    """The ``optuna`` module as a trpo_plus study's ``hyperparameters_optimization`` sees it: ``create_study`` is ours."""
 
     def __init__(self, real_optuna: ModuleType, max_total_trials: int | None) -> None:
         super().__init__(real_optuna.__name__, real_optuna.__doc__)
@@ -322,67 +246,19 @@ def _lin_schedules(hyperparams: dict[str, Any]) -> dict[str, Any]:
     return converted
 
 
-_MANAGER = "ExperimentManager"
-#: Every change sb3-trpo-plus makes to rl_zoo3 (the one list: the import hook watches the ``rl_zoo3`` package and
-#: :func:`patch_module` applies the patches of each module right after it ran)
-PATCHES: tuple[ZooPatch, ...] = (
-    ZooPatch("add_trpo_plus_to_algos", "rl_zoo3.utils", {"ALGOS": ()}, _add_trpo_plus_to_algos),
-    ZooPatch(
-        "add_trpo_plus_sampler",
-        "rl_zoo3.hyperparams_opt",
-        {"HYPERPARAMS_SAMPLER": (), "HYPERPARAMS_CONVERTER": (), "convert_onpolicy_params": ("sampled_params",)},
-        _add_trpo_plus_sampler,
-    ),
-    ZooPatch("register_minatar_envs", "rl_zoo3.import_envs", {}, _register_minatar_envs),
-    ZooPatch(
-        "default_config_is_the_packaged_yaml",
-        "rl_zoo3.exp_manager",
-        {f"{_MANAGER}.__init__": ("algo", "config")},
-        _default_config_is_the_packaged_yaml,
-    ),
-    ZooPatch(
-        "continue_keeps_adapted_values",
-        "rl_zoo3.exp_manager",
-        {f"{_MANAGER}._load_pretrained_agent": ("hyperparams", "env")},
-        _continue_keeps_adapted_values,
-    ),
-    ZooPatch(
-        "lin_schedules",
-        "rl_zoo3.exp_manager",
-        {f"{_MANAGER}._preprocess_hyperparams": ("hyperparams",)},
-        _lin_schedules_patch,
-    ),
-    ZooPatch(
-        "shared_study_heartbeat",
-        "rl_zoo3.exp_manager",
-        {f"{_MANAGER}.hyperparameters_optimization": (), _OPTUNA_GLOBAL: ()},
-        _shared_study_heartbeat,
-    ),
-)
-
-
-def patch_module(module: ModuleType) -> None:
-    """
-    Apply the :data:`PATCHES` of one rl_zoo3 module (idempotent; nothing for a module without any); called by the
-    import hook right after the module ran.
-
-    :param module: an rl_zoo3 module
-    """
-    for patch in PATCHES:
-        if patch.module == module.__name__:
-            check_patch(patch, module)
-            patch.apply(module)
-
-
 def register() -> None:
     """
-    Add ``trpo_plus`` to rl_zoo3 now (imports rl_zoo3). Not needed when the import hook is active, harmless then.
-    Call it before rl_zoo3's scripts build their argument parsers (``--algo`` choices come from ``ALGOS``).
+    Add ``trpo_plus`` to rl_zoo3 now (imports rl_zoo3), and register MinAtar's ids. Not needed when the import hook is
+    active, harmless then. Call it before rl_zoo3's scripts build their argument parsers (``--algo`` choices come from
+    ``ALGOS``).
     """
     import importlib
 
-    for name in dict.fromkeys(patch.module for patch in PATCHES):
-        patch_module(importlib.import_module(name))
+    import _sb3_trpo_plus_zoo_hook as hook
+
+    for name in dict.fromkeys(patch.module for patch in hook.PATCHES):
+        hook.patch_module(importlib.import_module(name))
+    register_minatar_envs()
 
 
 def main(argv: list[str] | None = None) -> None:

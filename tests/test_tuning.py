@@ -371,24 +371,3 @@ def test_rdb_storage_has_heartbeat_and_retry(tmp_path):
 
 
 # --- what the zoo patch relies on in rl_zoo3 ---------------------------------------------------------------------
-
-
-def test_zoo_names_the_tuning_patch_relies_on():
-    # If this fails, rl_zoo3 changed how it opens a study: sb3_trpo_plus.zoo._patch_exp_manager_create_study
-    # no longer reaches it, and studies on a shared storage lose the heartbeat. Update the patch.
-    import inspect
-
-    import rl_zoo3.exp_manager as exp_manager
-
-    from sb3_trpo_plus import zoo
-
-    manager = exp_manager.ExperimentManager
-    assert getattr(exp_manager, zoo._OPTUNA_GLOBAL) is optuna, "rl_zoo3.exp_manager no longer imports optuna as 'optuna'"
-    patched = manager.hyperparameters_optimization
-    assert patched.__code__.co_filename == zoo.__file__, "ExperimentManager.hyperparameters_optimization is not patched"
-    source = inspect.getsource(patched.__wrapped__)
-    assert "optuna.create_study(" in source and "storage=storage" in source, "rl_zoo3 opens its study another way"
-    assert "MaxTrialsCallback(" in source and "self.max_total_trials" in source, (
-        "rl_zoo3 counts --max-total-trials another way"
-    )
-    assert {"algo", "storage", "max_total_trials"} <= set(inspect.signature(manager.__init__).parameters)

@@ -5,6 +5,7 @@ the import hook, the Optuna sampler and the shipped YAML file.
 Deselect with ``-m "not zoo"``.
 """
 
+import inspect
 import os
 import re
 import subprocess
@@ -77,31 +78,30 @@ def test_hook_is_installed_and_lazy(tmp_path):
 
 
 def test_hook_registers_when_rl_zoo3_is_imported(tmp_path):
+    # The names only: TRPOPlus, its sampler and converter are imported when first used, then take their entries' place
     out = run_python(
-        "import importlib.util\n"
-        "import gymnasium as gym\n"
+        "import sys\n"
         "from rl_zoo3 import ALGOS\n"
         "from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER, HYPERPARAMS_CONVERTER\n"
         "from rl_zoo3.exp_manager import ExperimentManager\n"
         "import rl_zoo3.import_envs, rl_zoo3.utils\n"
+        "print('sb3_trpo_plus' in sys.modules, 'trpo_plus' in ALGOS, ALGOS['trpo_plus'].__name__)\n"
         "from sb3_trpo_plus import TRPOPlus\n"
         "from sb3_trpo_plus.zoo import sample_trpo_plus_params, convert_trpo_plus_params\n"
+        "HYPERPARAMS_SAMPLER['trpo_plus'].resolve(), HYPERPARAMS_CONVERTER['trpo_plus'].resolve()\n"
         "print(ALGOS['trpo_plus'] is TRPOPlus, HYPERPARAMS_SAMPLER['trpo_plus'] is sample_trpo_plus_params,\n"
         "      HYPERPARAMS_CONVERTER['trpo_plus'] is convert_trpo_plus_params,\n"
-        "      all(getattr(getattr(ExperimentManager, m), '_sb3_trpo_plus_patched', None) for m in\n"
-        "          ('__init__', '_load_pretrained_agent', '_preprocess_hyperparams', 'hyperparameters_optimization')),\n"
-        "      importlib.util.find_spec('minatar') is None or 'MinAtar/Breakout-v1' in gym.registry,\n"
         "      type(rl_zoo3.utils.__loader__).__name__)",
         tmp_path,
     )
-    assert out.split() == ["True"] * 5 + ["SourceFileLoader"]
+    assert out.split() == ["False", "True", "TRPOPlus", "True", "True", "True", "SourceFileLoader"]
 
 
 def test_zoo_patches_rely_on_names_this_rl_zoo3_has():
     # Every patch finds the rl_zoo3 names (and parameters) it uses in the installed rl_zoo3
     import importlib
 
-    from sb3_trpo_plus.zoo import PATCHES, check_patch
+    from _sb3_trpo_plus_zoo_hook import PATCHES, check_patch
 
     assert {patch.module for patch in PATCHES} == {
         "rl_zoo3.utils",
@@ -112,13 +112,23 @@ def test_zoo_patches_rely_on_names_this_rl_zoo3_has():
     assert len({patch.name for patch in PATCHES}) == len(PATCHES)
     for patch in PATCHES:
         check_patch(patch, importlib.import_module(patch.module))
+    # A trpo_plus study with --storage reaches create_shared_study through the global name ``optuna`` of rl_zoo3's
+    # hyperparameters_optimization (and --max-total-trials is counted by rl_zoo3 as create_shared_study expects)
+    import rl_zoo3.exp_manager as exp_manager
+
+    assert exp_manager.optuna is optuna, "rl_zoo3.exp_manager no longer imports optuna as 'optuna'"
+    source = inspect.getsource(exp_manager.ExperimentManager.hyperparameters_optimization)
+    assert "optuna.create_study(" in source and "storage=storage" in source, "rl_zoo3 opens its study another way"
+    assert "MaxTrialsCallback(" in source and "self.max_total_trials" in source, (
+        "rl_zoo3 counts --max-total-trials another way"
+    )
 
 
 def test_zoo_patch_on_a_renamed_name_fails_loudly():
     # A name rl_zoo3 renamed, or a parameter it dropped, stops the patch with an error naming both
     import types
 
-    from sb3_trpo_plus.zoo import ZooPatch, check_patch
+    from _sb3_trpo_plus_zoo_hook import ZooPatch, check_patch
 
     applied = []
     patch = ZooPatch("demo_patch", "fake_zoo", {"Manager.run": ("hyperparams",)}, applied.append)
@@ -164,15 +174,145 @@ def test_other_algorithms_unchanged(tmp_path):
     code = (
         "import argparse\n"
         "from rl_zoo3.exp_manager import ExperimentManager\n"
+        "class Mine(ExperimentManager): pass\n"
         "m = ExperimentManager(argparse.Namespace(), 'ppo', 'CartPole-v1', 'logs')\n"
         "t = ExperimentManager(argparse.Namespace(), 'trpo_plus', 'CartPole-v1', 'logs')\n"
         "c = ExperimentManager(argparse.Namespace(), 'trpo_plus', 'CartPole-v1', 'logs', config='my.yml')\n"
-        "print(m.config); print(t.config); print(c.config)"
+        "k = Mine(args=argparse.Namespace(), algo='trpo_plus', env_id='CartPole-v1', log_folder='logs')\n"
+        "print(m.config); print(t.config); print(c.config); print(k.config)\n"
+        "print(type(m) is ExperimentManager, isinstance(t, ExperimentManager), isinstance(k, Mine))"
     )
-    ppo_config, trpo_plus_config, custom_config = run_python(code, tmp_path).splitlines()
+    ppo_config, trpo_plus_config, custom_config, subclass_config, types = run_python(code, tmp_path).splitlines()
     assert ppo_config.endswith(os.path.join("rl_zoo3", "hyperparams", "ppo.yml"))
-    assert Path(trpo_plus_config) == HYPERPARAMS_PATH
+    assert Path(trpo_plus_config) == HYPERPARAMS_PATH == Path(subclass_config)
     assert custom_config == "my.yml"
+    assert types == "True True True"
+
+
+# --- what a process that runs another algorithm sees --------------------------------------------------------------
+
+# A PPO run through rl_zoo3.train (as ``python -m rl_zoo3.train``), then what it left: sb3_trpo_plus modules imported,
+# MinAtar ids registered, ExperimentManager attributes not defined by rl_zoo3, the class of a PPO manager, the
+# signature of ExperimentManager
+PPO_RUN = f"""
+import argparse, inspect, json, runpy, sys
+sys.argv = ["rl_zoo3.train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "256", *{TRAIN_FLAGS!r}]
+runpy.run_module("rl_zoo3.train", run_name="__main__", alter_sys=True)
+import gymnasium as gym
+import rl_zoo3.enjoy, rl_zoo3.record_video, rl_zoo3.exp_manager as exp_manager
+from rl_zoo3 import ALGOS
+manager_class = exp_manager.ExperimentManager
+not_rl_zoo3 = [
+    name for name, value in vars(manager_class).items()
+    if hasattr(getattr(value, "__func__", value), "__code__")
+    and getattr(value, "__func__", value).__code__.co_filename != exp_manager.__file__
+]
+manager = manager_class(argparse.Namespace(), "ppo", "CartPole-v1", "logs")
+print("FACTS", json.dumps({{
+    "sb3_trpo_plus_modules": sorted(m for m in sys.modules if m.split(".")[0] == "sb3_trpo_plus"),
+    "trpo_plus_in_algos": "trpo_plus" in ALGOS,
+    "minatar_ids": sorted(env_id for env_id in gym.registry if env_id.startswith("MinAtar/")),
+    "not_rl_zoo3": not_rl_zoo3,
+    "ppo_manager_is_rl_zoo3s": type(manager) is manager_class,
+    "signature": [str(inspect.signature(manager_class)), str(inspect.signature(manager_class.__init__))],
+}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def ppo_run(tmp_path_factory):
+    """What a PPO run through rl_zoo3 left in its process."""
+    import json
+
+    out = run_python(PPO_RUN, tmp_path_factory.mktemp("ppo_run"))
+    return json.loads(out.rsplit("FACTS ", 1)[1])
+
+
+def test_other_algorithms_do_not_import_sb3_trpo_plus(ppo_run):
+    # The name trpo_plus is registered (the zoo's --algo choices), the package is imported only when it is used
+    assert ppo_run["trpo_plus_in_algos"]
+    assert ppo_run["sb3_trpo_plus_modules"] == []
+
+
+def test_other_algorithms_do_not_get_minatar_ids(ppo_run, tmp_path):
+    pytest.importorskip("minatar")
+    assert ppo_run["minatar_ids"] == []
+    # A trpo_plus command line gets them before the zoo script checks --env; a trpo_plus experiment manager too
+    check = "import gymnasium as gym; print('MinAtar/Breakout-v1' in gym.registry, end=' ')"
+    for algo in (["--algo", ALGO_NAME], [f"--algo={ALGO_NAME}"], ["--alg", ALGO_NAME]):
+        argv = ["rl_zoo3.train", *algo, "--env", "MinAtar/Breakout-v1"]
+        assert run_python(f"import sys; sys.argv = {argv!r}; import rl_zoo3.train; {check}", tmp_path) == "True", algo
+    code = (
+        f"import argparse, rl_zoo3.exp_manager as em; {check}\n"
+        "m = em.ExperimentManager(argparse.Namespace(), 'trpo_plus', 'MinAtar/Breakout-v1', 'logs')\n"
+        f"{check}"
+    )
+    assert run_python(code, tmp_path).split() == ["False", "True"]
+
+
+def test_experiment_manager_methods_are_rl_zoo3s(ppo_run):
+    # No method of rl_zoo3's ExperimentManager is replaced; the one attribute added, __new__, gives every algorithm
+    # but trpo_plus an ExperimentManager made as rl_zoo3 makes it (trpo_plus: test_other_algorithms_unchanged)
+    assert set(ppo_run["not_rl_zoo3"]) <= {"__new__"}, ppo_run["not_rl_zoo3"]
+    assert ppo_run["ppo_manager_is_rl_zoo3s"]
+    # ... and the class's signature is still that of rl_zoo3's __init__ (inspect would otherwise read __new__'s)
+    class_signature, init_signature = ppo_run["signature"]
+    assert init_signature.replace("(self, ", "(", 1) == class_signature
+
+
+def test_docs_list_every_patch():
+    # docs/zoo.md's table of patches names each patch of the hook and each method a trpo_plus manager overrides
+    from _sb3_trpo_plus_zoo_hook import PATCHES
+    from sb3_trpo_plus.zoo import TRPOPlusExperimentManagerMixin
+
+    section = (REPO_ROOT / "docs" / "zoo.md").read_text().split("## How `trpo_plus` gets into rl_zoo3", 1)[1]
+    table = "\n".join(line for line in section.split("\n## ", 1)[0].splitlines() if line.strip().startswith("|"))
+    named = set(re.findall(r"`([^`]+)`", table))
+    overrides = [name for name, value in vars(TRPOPlusExperimentManagerMixin).items() if inspect.isfunction(value)]
+    for name in [patch.name for patch in PATCHES] + overrides:
+        assert name in named, f"docs/zoo.md's table of patches does not name {name}"
+
+
+def test_shared_study_leaves_the_optuna_global_alone(tmp_path, monkeypatch):
+    # A trpo_plus study with --storage is opened by create_shared_study while rl_zoo3.exp_manager's global ``optuna``
+    # stays the optuna module (another thread, another algorithm's study, sees nothing else)
+    import argparse
+
+    import rl_zoo3.exp_manager as exp_manager
+
+    from sb3_trpo_plus import tuning
+
+    class Opened(Exception):
+        pass
+
+    opened = []
+
+    def create_shared_study(**kwargs):
+        opened.append((exp_manager.optuna is optuna, kwargs["max_total_trials"], real_create_shared_study(**kwargs)))
+        raise Opened
+
+    real_create_shared_study = tuning.create_shared_study
+    monkeypatch.setattr(tuning, "create_shared_study", create_shared_study)
+
+    def manager(algo):
+        return exp_manager.ExperimentManager(
+            argparse.Namespace(), algo, "CartPole-v1", str(tmp_path / "logs"), optimize_hyperparameters=True,
+            storage=str(tmp_path / f"{algo}.log"), study_name=algo, max_total_trials=3, verbose=0,
+        )  # fmt: skip
+
+    with pytest.raises(Opened):
+        manager(ALGO_NAME).hyperparameters_optimization()
+    [(optuna_global_untouched, max_total_trials, study)] = opened
+    assert optuna_global_untouched and max_total_trials == 3 and isinstance(study, tuning.SharedStudy)
+
+    # Another algorithm's study is rl_zoo3's own
+    def create_study(**kwargs):
+        raise Opened
+
+    monkeypatch.setattr(optuna, "create_study", create_study)
+    with pytest.raises(Opened):
+        manager("ppo").hyperparameters_optimization()
+    assert len(opened) == 1
 
 
 # --- the README's commands -------------------------------------------------------------------------------------
@@ -349,8 +489,6 @@ ZOO_KEYS = {"n_envs", "n_timesteps", "normalize", "env_wrapper", "frame_stack", 
 
 @pytest.mark.parametrize("entry", sorted(HYPERPARAMS))
 def test_yaml_entries(entry):
-    import inspect
-
     from rl_zoo3.utils import get_callback_list, get_class_by_name, get_wrapper_class
 
     hyperparams = dict(HYPERPARAMS[entry])
