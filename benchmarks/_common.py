@@ -20,7 +20,8 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
-#: Entries the zoo's trpo.yml / ppo.yml do not have (MinAtar), used only where the zoo file has no entry for the env
+#: Entries the zoo's trpo.yml / ppo.yml do not have (MinAtar; MuJoCo v5, named after the zoo's v4 entries), used only
+#: where the zoo file has no entry for the env
 EXTRA_HYPERPARAMS_PATH = Path(__file__).resolve().parent / "hyperparams.yml"
 #: The algorithms compared, as rl_zoo3 names them, and how the reports name them
 ALGO_LABELS = {"trpo_plus": "TRPOPlus", "trpo": "TRPO (sb3-contrib)", "ppo": "PPO"}
@@ -156,9 +157,11 @@ def load_hyperparams(algo: str, env_id: str) -> tuple[dict[str, Any], str]:
     """
     The YAML entry of ``env_id`` for ``algo``, chosen with rl_zoo3's rules (the env's own entry, else ``atari``
     for Atari games, else ``default``), except that an entry of ``benchmarks/hyperparams.yml`` (environments the
-    zoo's files do not list) comes before ``atari`` / ``default``.
+    zoo's files do not list) comes before ``atari`` / ``default``. An entry there that is a string names the zoo's
+    entry to take (``Hopper-v5: Hopper-v4``: the zoo's MuJoCo entries are for the v4 tasks).
 
-    :return: the entry (a fresh copy) and where it came from, e.g. ``rl_zoo3/hyperparams/ppo.yml:atari``
+    :return: the entry (a fresh copy) and where it came from, e.g. ``rl_zoo3/hyperparams/ppo.yml:atari``, or
+        ``rl_zoo3/hyperparams/ppo.yml:Hopper-v4 (for Hopper-v5)``
     """
     path = hyperparams_path(algo)
     entries = yaml.safe_load(path.read_text())
@@ -166,6 +169,8 @@ def load_hyperparams(algo: str, env_id: str) -> tuple[dict[str, Any], str]:
     extras = yaml.safe_load(EXTRA_HYPERPARAMS_PATH.read_text()).get(algo, {})
     if env_id in entries:
         return copy.deepcopy(entries[env_id]), f"{label}:{env_id}"
+    if isinstance(extras.get(env_id), str):
+        return copy.deepcopy(entries[extras[env_id]]), f"{label}:{extras[env_id]} (for {env_id})"
     if env_id in extras:
         return copy.deepcopy(extras[env_id]), f"benchmarks/hyperparams.yml:{algo}:{env_id}"
     if _is_atari(env_id) and "atari" in entries:

@@ -16,12 +16,14 @@ on ``--n-eval-envs`` separate environments (seeded apart from the training ones;
 copied from training, reward normalization off), deterministic actions except on Atari (the zoo's rule).
 
 Results: one JSON per ``(algo, env, seed)`` in ``benchmarks/results/learning/<algo>/<env>/seed<k>.json`` with the
-evaluation curve, written when the run finishes. A finished key is skipped, so an interrupted sweep is resumed by
-running the same command again; runs longer than ``--checkpoint-freq`` steps also save checkpoints (model and
-``VecNormalize`` statistics, in ``benchmarks/results/tmp/``) and continue from the latest one. With several keys,
-the runs are started as ``--jobs`` subprocesses with ``--threads`` torch threads each.
+evaluation curve (and with ``--diagnostics-every`` the ``train/*`` values the algorithm logged, binned), written when
+the run finishes. A finished key is skipped, so an interrupted sweep is resumed by running the same command again;
+runs longer than ``--checkpoint-freq`` steps also save checkpoints (model and ``VecNormalize`` statistics, in
+``benchmarks/results/tmp/``) and continue from the latest one. With several keys, the runs are started as ``--jobs``
+subprocesses with ``--threads`` torch threads each.
 
-LunarLander-v3 needs ``pip install "gymnasium[box2d]"``, MinAtar ``pip install minatar``.
+LunarLander-v3 needs ``pip install "gymnasium[box2d]"``, MinAtar ``pip install minatar``, the MuJoCo tasks
+(``Hopper-v5``, ...; ``benchmarks/mujoco_campaign.sh``) ``pip install sb3-trpo-plus[mujoco]``.
 
 Usage::
 
@@ -481,6 +483,7 @@ def run_one(args: argparse.Namespace, algo: str, env_id: str, seed: int) -> None
         run_dir,
         eval_freq=eval_freq,
         checkpoint_freq=args.checkpoint_freq if n_timesteps > args.checkpoint_freq > 0 else 0,
+        diagnostics_every=args.diagnostics_every,
     )
     record.update(
         budget_source="given" if args.n_timesteps is not None else args.budget_source, budget_scale=args.budget_scale
@@ -537,6 +540,8 @@ def child_command(args: argparse.Namespace, algo: str, env_id: str, seed: int) -
         command += ["--n-timesteps", str(args.n_timesteps)]
     if args.eval_freq is not None:
         command += ["--eval-freq", str(args.eval_freq)]
+    if args.diagnostics_every:
+        command += ["--diagnostics-every", str(args.diagnostics_every)]
     if args.params:
         command += ["--params", *args.params]
     if args.force:
@@ -598,6 +603,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-freq", type=int, default=None, help="steps between evaluations (default: budget / 20)")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--n-eval-envs", type=int, default=5)
+    parser.add_argument(
+        "--diagnostics-every",
+        type=int,
+        default=0,
+        help="keep every train/* value the algorithm logs (KL, line search, entropy, ...) in the record, averaged over "
+        "bins of this many steps (0: none)",
+    )
     parser.add_argument("--checkpoint-freq", type=int, default=250_000, help="steps between checkpoints of long runs")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (subprocesses) when there are several")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")

@@ -19,6 +19,8 @@ Usage::
 
     python -m benchmarks.throughput --threads 2 --phase-timing --out benchmarks/results/throughput.json
     python -m benchmarks.throughput --envs cartpole --merge        # redo one env, keep the other in the file
+    python -m benchmarks.throughput --envs hopper --threads 1 --updates 5 --trpo-updates 5 --trpo-warmup-updates 1 \
+        --rounds 3 --phase-timing --out benchmarks/results/mujoco/throughput_hopper.json
 """
 
 import argparse
@@ -62,6 +64,8 @@ ENVS: dict[str, dict[str, Any]] = {
     # an Atari-5 game (benchmarks/results/atari/atari5_rule.md), built as Breakout is
     "qbert": {"env_id": "QbertNoFrameskip-v4", "policy": "CnnPolicy", "rollout": {}},
     "cartpole": {"env_id": "CartPole-v1", "policy": "MlpPolicy", "rollout": {"n_envs": 2, "n_steps": 512}},
+    # MuJoCo (sb3-trpo-plus[mujoco]): each algorithm's own entry; TRPOPlus's is sb3-contrib TRPO's (2 x 1024, ent_coef 0)
+    "hopper": {"env_id": "Hopper-v5", "policy": "MlpPolicy", "rollout": {}},
 }
 ALGO_CLASSES = {"trpo_plus": TRPOPlus, "trpo": TRPO, "ppo": PPO}
 #: YAML keys that describe the environment, taken from PPO's entry for an algorithm without an entry of its own
