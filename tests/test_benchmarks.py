@@ -13,7 +13,19 @@ import torch as th
 
 pytest.importorskip("rl_zoo3")
 
-from benchmarks import atari, fvp, learning, report, throughput
+from benchmarks import (
+    atari,
+    fvp,
+    learning,
+    report,
+    report_atari,
+    report_breakout,
+    report_common,
+    report_minatar,
+    report_speed,
+    report_stats,
+    throughput,
+)
 from benchmarks._common import load_hyperparams
 from benchmarks.experiments import direction_quality, layer_change, minatar_tuning, rollout_batch
 
@@ -290,10 +302,10 @@ def test_report_intervals_are_seeded():
 
     scores = {"trpo_plus": np.array([3.0, 7.5, 1.0, 9.0, 4.2, 6.1, 2.2]), "ppo": np.array([5.0, 2.5, 8.0, 6.5, 3.3])}
     np.random.seed(123)
-    first = report.interval_estimates(scores)
+    first = report_stats.interval_estimates(scores)
     after_first = np.random.rand()
     np.random.seed(456)  # another global state before the second call
-    assert first == report.interval_estimates(scores)
+    assert first == report_stats.interval_estimates(scores)
     # the caller's generator is left as it was
     np.random.seed(123)
     assert np.random.rand() == after_first
@@ -303,17 +315,17 @@ def test_rollout_ceiling_ratio():
     """The ceiling is the faster of the rollout-only pass and TRPOPlus's own rollouts inside its training run."""
     env = {"algos": {"trpo_plus": {"steps_per_s": 100.0, "rollout_s": 40.0, "train_s": 60.0}}}
     env["rollout_only"] = {"steps_per_s": 150.0}  # slower than the own rollouts (250 steps/s): the own rollouts count
-    assert report._ceiling_ratio(env) == pytest.approx(0.4)
+    assert report_speed._ceiling_ratio(env) == pytest.approx(0.4)
     env["rollout_only"] = {"steps_per_s": 400.0}  # faster: the rollout-only pass counts
-    assert report._ceiling_ratio(env) == pytest.approx(0.25)
+    assert report_speed._ceiling_ratio(env) == pytest.approx(0.25)
 
 
 def test_breakout_record_differences_from_entry():
     entry, _ = load_hyperparams("trpo_plus", "BreakoutNoFrameskip-v4")
     record = {"algo": "trpo_plus", "env_id": "BreakoutNoFrameskip-v4", "hyperparams": {**entry, "n_timesteps": 1e6}}
-    assert report.differences_from_entry(record) == "none"
+    assert report_breakout.differences_from_entry(record) == "none"
     record["hyperparams"] = {**entry, "n_steps": entry["n_steps"] * 2, "extra_key": 1}
-    assert report.differences_from_entry(record) == (
+    assert report_breakout.differences_from_entry(record) == (
         f"extra_key: 1 (entry: null); n_steps: {entry['n_steps'] * 2} (entry: {entry['n_steps']})"
     )
 
@@ -321,9 +333,9 @@ def test_breakout_record_differences_from_entry():
 def test_minatar_aggregate(tmp_path, monkeypatch):
     # Normalized by random = 0 and PPO = 1: PPO's mean is 1 by construction, a TRPOPlus twice as far above random is 2,
     # and a game where TRPOPlus falls below PPO's interval is flagged
-    from benchmarks.report import MINATAR_GAMES, MINATAR_SEEDS, minatar_section
+    from benchmarks.report_minatar import MINATAR_GAMES, MINATAR_SEEDS, minatar_section
 
-    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 1000)
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 1000)
 
     random_scores = {f"MinAtar/{game}-v1": {"mean": 1.0} for game in MINATAR_GAMES}
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
@@ -359,11 +371,11 @@ def test_minatar_previous_entry(tmp_path, monkeypatch):
     # A previous entry's TRPOPlus runs, kept in a folder of their own, are compared with the PPO runs of the results
     # folder; the TRPOPlus runs of the results folder (the entry now) are not mixed in. A game without TRPOPlus runs
     # still shows PPO's IQM
-    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
-    seeds = report.MINATAR_SEEDS
-    random_scores = {f"MinAtar/{game}-v1": {"mean": 0.0} for game in report.MINATAR_GAMES}
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    seeds = report_minatar.MINATAR_SEEDS
+    random_scores = {f"MinAtar/{game}-v1": {"mean": 0.0} for game in report_minatar.MINATAR_GAMES}
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
-    previous = tmp_path / report.MINATAR_PREVIOUS_ENTRY
+    previous = tmp_path / report_minatar.MINATAR_PREVIOUS_ENTRY
 
     def write(folder, algo, game, score):
         for seed in seeds:
@@ -372,7 +384,7 @@ def test_minatar_previous_entry(tmp_path, monkeypatch):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": score}}))
 
-    for game in report.MINATAR_GAMES:
+    for game in report_minatar.MINATAR_GAMES:
         write(tmp_path, "ppo", game, 10.0)
         write(previous, "trpo_plus", game, 30.0)
     write(tmp_path, "trpo_plus", "Asterix", 50.0)  # the entry now: one game so far
@@ -380,40 +392,40 @@ def test_minatar_previous_entry(tmp_path, monkeypatch):
     def rows(text):
         return {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
 
-    now = rows(report.minatar_section(tmp_path, tmp_path / "images", tmp_path))
+    now = rows(report_minatar.minatar_section(tmp_path, tmp_path / "images", tmp_path))
     assert "| 50.0 " in now["Asterix"] and "| 5.00 |" in now["Asterix"]
-    assert now["Breakout"].split(" | ")[2:4] == [report.NOT_RUN, "10.0 [10.0, 10.0]"]
-    before_text = report.minatar_section(
+    assert now["Breakout"].split(" | ")[2:4] == [report_common.NOT_RUN, "10.0 [10.0, 10.0]"]
+    before_text = report_minatar.minatar_section(
         tmp_path, tmp_path / "images", tmp_path, plus_dir=previous, intro_block="minatar.previous"
     )
     before = rows(before_text)
     assert "5.1 The MinAtar entry before" in before_text
-    assert all("| 30.0 " in before[game] and "| 3.00 |" in before[game] for game in report.MINATAR_GAMES)
+    assert all("| 30.0 " in before[game] and "| 3.00 |" in before[game] for game in report_minatar.MINATAR_GAMES)
     assert before["TRPOPlus"].split(" | ")[1].startswith("3.00 ")  # the aggregate IQM, from the previous runs only
     # The goal is judged once every game has its runs: met by the previous entry, not yet for the entry now
     assert "no game below PPO's interval): **met**" in before_text and "games below PPO's interval: none)" in before_text
-    assert "Goal (" not in report.minatar_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "Goal (" not in report_minatar.minatar_section(tmp_path, tmp_path / "images", tmp_path)
 
 
 def test_minatar_previous_entry_keeps_its_seeds(tmp_path, monkeypatch):
     # Section 5 moves to more seeds (its new runs); the entry before was run on its own seeds only and is compared
     # with PPO on those, not marked incomplete for the seeds it never had
-    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
-    previous_seeds = report.MINATAR_PREVIOUS_ENTRY_SEEDS
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    previous_seeds = report_minatar.MINATAR_PREVIOUS_ENTRY_SEEDS
     now_seeds = [*previous_seeds, max(previous_seeds) + 1, max(previous_seeds) + 2]
-    random_scores = {f"MinAtar/{game}-v1": {"mean": 0.0} for game in report.MINATAR_GAMES}
+    random_scores = {f"MinAtar/{game}-v1": {"mean": 0.0} for game in report_minatar.MINATAR_GAMES}
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": random_scores}))
     runs = [(tmp_path, "ppo", now_seeds), (tmp_path, "trpo_plus", now_seeds)]
-    runs.append((tmp_path / report.MINATAR_PREVIOUS_ENTRY, "trpo_plus", previous_seeds))
+    runs.append((tmp_path / report_minatar.MINATAR_PREVIOUS_ENTRY, "trpo_plus", previous_seeds))
     for folder, algo, seeds in runs:
-        for game in report.MINATAR_GAMES:
+        for game in report_minatar.MINATAR_GAMES:
             for seed in seeds:
                 env_id = f"MinAtar/{game}-v1"
                 path = folder / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 record = {"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": 10.0 + seed}}
                 path.write_text(json.dumps(record))
-    now, before = report.minatar_sections(tmp_path, tmp_path / "images", tmp_path, now_seeds)
+    now, before = report_minatar.minatar_sections(tmp_path, tmp_path / "images", tmp_path, now_seeds)
     n_now, n_before = len(now_seeds), len(previous_seeds)
     assert f"| {n_now} / {n_now} |" in now and "Goal (" in now
     assert f"| {n_before} / {n_before} |" in before and "Goal (" in before
@@ -422,12 +434,12 @@ def test_minatar_previous_entry_keeps_its_seeds(tmp_path, monkeypatch):
 
 def test_breakout_comparison(tmp_path, monkeypatch):
     # Only runs of today's entries at the full budget, on the seeds both have, count; the verdict waits for 3 seeds
-    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 500)
-    entries = {algo: load_hyperparams(algo, "BreakoutNoFrameskip-v4")[0] for algo in report.BREAKOUT_ALGOS}
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 500)
+    entries = {algo: load_hyperparams(algo, "BreakoutNoFrameskip-v4")[0] for algo in report_breakout.BREAKOUT_ALGOS}
 
     def run(algo, seed, score, **changes):
         # the periodic evaluations, then the final one: the last 3 average to score - 2
-        budget = report.BREAKOUT_BUDGET
+        budget = report_breakout.BREAKOUT_BUDGET
         curve = {"timesteps": [0, budget - 200_000, budget - 100_000, budget, budget + 448]}
         curve["mean"] = [0.0, 100.0, score - 6.0, score, score]
         hyperparams = {**entries[algo], **changes}
@@ -435,7 +447,7 @@ def test_breakout_comparison(tmp_path, monkeypatch):
             "algo": algo,
             "env_id": "BreakoutNoFrameskip-v4",
             "seed": seed,
-            "n_timesteps": report.BREAKOUT_BUDGET,
+            "n_timesteps": report_breakout.BREAKOUT_BUDGET,
             "hyperparams": hyperparams,
             "final": {"mean": score},
             "curve": curve,
@@ -444,14 +456,14 @@ def test_breakout_comparison(tmp_path, monkeypatch):
 
     records = [run("ppo", seed, 10.0 + seed) for seed in range(3)] + [run("trpo_plus", 0, 20.0), run("trpo_plus", 1, 21.0)]
     records += [{**run("trpo_plus", 2, 99.0), "variant": "other"}, run("trpo_plus", 3, 98.0, cg_max_steps=99)]
-    text = report.breakout_comparison(records, tmp_path, tmp_path)
+    text = report_breakout.breakout_comparison(records, tmp_path, tmp_path)
     assert "Not judged yet: 2 seed(s) with a run of both entries, 3 needed" in text
     assert "98.0" not in text and "99.0" not in text
     # PPO's seed 2 waits for TRPOPlus's: out of PPO's row, named after the verdict
     assert "| PPO | 2 | 0: 10.0, 1: 11.0 | 10.5 [" in text and "(not in the table above): PPO seed 2 (12.0)." in text
     assert (tmp_path / "breakout_entries_curves.png").is_file()
     # a fourth PPO seed without its TRPOPlus pair is left out of the judged estimates
-    text = report.breakout_comparison([*records, run("trpo_plus", 2, 22.0), run("ppo", 3, 80.0)], tmp_path, tmp_path)
+    text = report_breakout.breakout_comparison([*records, run("trpo_plus", 2, 22.0), run("ppo", 3, 80.0)], tmp_path, tmp_path)
     assert "| TRPOPlus | 3 | 0: 20.0, 1: 21.0, 2: 22.0 | 21.0 [" in text
     assert "Goal TRPOPlus IQM >= PPO IQM: **met** (TRPOPlus 21.0, PPO 11.0: 1.91x; the intervals do not overlap)" in text
     assert "(not in the table above): PPO seed 3 (80.0)." in text
@@ -459,25 +471,25 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "(an evaluation is 5 episodes, `--eval-episodes`): each run's mean over its last 3 evaluations" in text
     assert "IQM over the same seeds: TRPOPlus 19.0 [18.0, 20.0], PPO 9.0 [8.0, 10.0]: 2.11x; the intervals do not" in text
     worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
-    assert "**missed**" in report.breakout_comparison(worse, tmp_path, tmp_path)
+    assert "**missed**" in report_breakout.breakout_comparison(worse, tmp_path, tmp_path)
 
 
 def test_breakout_tuning_section(tmp_path):
     # Each candidate's training reward at 500k per seed, and its mean against the entry's over the same seeds; a run
     # without a point at 500k is n/a; the rules are those of the folder and those that give the candidate's command
-    tuning = tmp_path / report.TUNING_DIR
+    tuning = tmp_path / report_breakout.TUNING_DIR
 
     def run(name, seed, reward, params="", algo="trpo_plus"):
         path = tuning / name / "breakout" / algo / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        curve = {"timesteps": [0, 300_000, report.TUNING_STEPS], "train_ep_rew_mean": [None, 1.0, reward]}
+        curve = {"timesteps": [0, 300_000, report_breakout.TUNING_STEPS], "train_ep_rew_mean": [None, 1.0, reward]}
         if reward is None:
             curve = {"timesteps": [0, 300_000], "train_ep_rew_mean": [None, 1.0]}
         source = f"{algo}.yml:atari" + (f" with {params}" if params else "")
         path.write_text(json.dumps({"seed": seed, "curve": curve, "hyperparams_source": source}))
 
     for seed, reward in zip((100, 101, 102), (4.0, 6.0, 20.0)):
-        run(report.TUNING_REFERENCE, seed, reward, "n_steps:256")
+        run(report_breakout.TUNING_REFERENCE, seed, reward, "n_steps:256")
     run("X", 100, 6.0, "target_kl:0.1")
     run("X", 101, 9.0, "target_kl:0.1")
     run("Y", 100, 3.0, "n_steps:64")
@@ -487,7 +499,7 @@ def test_breakout_tuning_section(tmp_path):
     (tuning / "X" / "decision_rule.md").write_text("rule of X and Y")
     (tuning / "X" / "rule_of_z.md").write_text("not a decision rule file")
     (tuning / "Y" / "decision_rule_2.md").write_text("--results-dir benchmarks/results/breakout_tuning/Z --resume")
-    text = report.breakout_tuning_section(tmp_path)
+    text = report_breakout.breakout_tuning_section(tmp_path)
     assert "| candidate | `--params` | seed 100 | seed 101 | seed 102 | seed 103 | mean | x D |" in text
     assert "| D | `n_steps:256` | 4.00 | 6.00 | 20.00 |  | 10.00 | n/a |" in text
     rule_x = "`X/decision_rule.md`"
@@ -495,7 +507,7 @@ def test_breakout_tuning_section(tmp_path):
     assert "| Y | `n_steps:64` | 3.00 |  |  | 3.00 | 3.00 | n/a | `Y/decision_rule_2.md` |" in text
     assert "| PPO | `ppo.yml:atari` | 12.00 |  |  |  | 12.00 | 3.00 |" in text
     assert "| Z | `trpo_plus.yml:atari` |  | n/a |  |  | n/a | n/a | `Y/decision_rule_2.md` |" in text
-    assert report.breakout_tuning_section(tmp_path / "none") == ""
+    assert report_breakout.breakout_tuning_section(tmp_path / "none") == ""
 
 
 def test_rollout_batch():
@@ -557,18 +569,18 @@ def test_layer_change():
 
 def test_atari5_median_estimate():
     # every game at 0 gives 0; at human level (100%) every log10(1 + 100) weighs in: 101 ** sum(w) - 1
-    assert report.atari5_median_estimate({game: 0.0 for game in report.ATARI5}) == 0.0
-    weights = sum(w for w, _, _ in report.ATARI5.values())
+    assert report_atari.atari5_median_estimate({game: 0.0 for game in report_atari.ATARI5}) == 0.0
+    weights = sum(w for w, _, _ in report_atari.ATARI5.values())
     expected = (101**weights - 1) / 100
-    assert report.atari5_median_estimate({game: 1.0 for game in report.ATARI5}) == pytest.approx(expected)
+    assert report_atari.atari5_median_estimate({game: 1.0 for game in report_atari.ATARI5}) == pytest.approx(expected)
     # below random counts as 0 (the regression's clip)
-    assert report.atari5_median_estimate({game: -0.5 for game in report.ATARI5}) == 0.0
-    assert report.human_normalized("Qbert", 163.9) == 0.0 and report.human_normalized("Qbert", 13455.0) == 1.0
+    assert report_atari.atari5_median_estimate({game: -0.5 for game in report_atari.ATARI5}) == 0.0
+    assert report_atari.human_normalized("Qbert", 163.9) == 0.0 and report_atari.human_normalized("Qbert", 13455.0) == 1.0
 
 
 def test_atari5_section(tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
-    random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report.ATARI5)}
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
     (tmp_path / "atari").mkdir()
     (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
 
@@ -579,10 +591,10 @@ def test_atari5_section(tmp_path, monkeypatch):
         capped = game == "BattleZone" and algo == "trpo_plus"
         lengths = [[900, 1200], [1500, 2000], [107_987 if capped else 3000, 2500, 2600, 2700]]
         curve = {"timesteps": [0, 500_000, 1_000_000], "mean": [0.0, score / 2, score], "lengths": lengths}
-        record = {"algo": algo, "seed": seed, "n_timesteps": report.ATARI_BUDGET, "curve": curve}
+        record = {"algo": algo, "seed": seed, "n_timesteps": report_atari.ATARI_BUDGET, "curve": curve}
         record.update(final={"mean": score}, late={"mean": score - 1})
         # the diagnostics table averages the last 200k steps' bins, weighted by their updates: (1 * 10 + 2 * 30) / 40
-        entropy_key, sign = report.ATARI_DIAGNOSTICS[algo]["entropy"]
+        entropy_key, sign = report_atari.ATARI_DIAGNOSTICS[algo]["entropy"]
         entropy = [sign * value for value in (9.0, 1.0, 2.0)]
         record["diagnostics"] = {"bin_end": [500_000, 900_000, 1_000_000], "n_updates": [10, 10, 30], entropy_key: entropy}
         path.write_text(json.dumps(record))
@@ -592,7 +604,7 @@ def test_atari5_section(tmp_path, monkeypatch):
         for seed in range(3):
             write(game, "ppo", seed, random_score + 100)
             write(game, "trpo_plus", seed, random_score + (50 if game == "Qbert" else 200))
-    text = report.atari5_section(tmp_path, tmp_path / "images", tmp_path)
+    text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| BattleZone | 10.0 | 210 [210, 210] | 110 [110, 110] | 209 / 109 | ahead | 3 / 3 |" in text
     assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | behind | 3 / 3 |" in text
     # the aggregate: 12 runs at 2.0 and 3 at 0.5 -> IQM over the 15 runs' middle half is 2.0; PPO at 1.0
@@ -607,6 +619,6 @@ def test_atari5_section(tmp_path, monkeypatch):
     assert (tmp_path / "images" / "atari5_profile.png").is_file() and (tmp_path / "images" / "atari5_curves.png").is_file()
     # with a game short of seeds, no aggregate
     (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
-    text = report.atari5_section(tmp_path, tmp_path / "images", tmp_path)
+    text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     assert "Aggregate and verdict: not yet" in text and "Qbert 2 of 3." in text
     assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | not yet (2 of 3 seeds) | 3 / 2 |" in text

@@ -1,0 +1,286 @@
+"""
+Section 6 of the report (``benchmarks.report``): Atari-5, the ``atari`` entries of TRPOPlus and PPO on five games the
+entry was not tuned on (``atari/<game>/<algo>/seed<k>.json``, from ``benchmarks.atari``; the random policy's scores
+from ``benchmarks.atari_random``): per game, the human-normalized scores and the Atari-5 estimate of the 57-game
+median, the diagnostics at the end of the runs, and the aggregate over the games normalized by PPO
+(``benchmarks/results/atari/atari5_rule.md``).
+"""
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import ALGO_LABELS
+from benchmarks.report_common import NOT_RUN, VERDICT, Interval, Shown, fill, fill_each, image_link, paragraphs, read_json
+from benchmarks.report_stats import (
+    BOOTSTRAP_REPS,
+    BOOTSTRAP_SEED,
+    finish_axes,
+    interval_estimates,
+    metrics_iqm,
+    plot_mean_curves,
+    plot_performance_profile,
+    pyplot,
+    save_figure,
+    seeded_interval_estimates,
+)
+
+#: Atari-5 (Aitchison, Sweetser and Hutter, ICML 2023): per game, its weight in the estimate of the 57-game median
+#: human-normalized score (a regression on log10(1 + score in percent), no intercept, from the authors' code:
+#: github.com/maitchison/PPO, tools/plot_util.py), and the random and human scores of the usual DQN table
+ATARI5 = {
+    "BattleZone": (0.3819751237831753, 2360.0, 37187.5),
+    "DoubleDunk": (0.0679099488887574, -18.6, -16.4),
+    "NameThisGame": (0.310804148620847, 2292.3, 8049.0),
+    "Phoenix": (0.12412619402774641, 761.4, 7242.6),
+    "Qbert": (0.08048518286466755, 163.9, 13455.0),
+}
+#: The Atari-5 comparison (benchmarks/results/atari/atari5_rule.md): TRPOPlus against the second, which normalizes
+#: the scores (random = 0, its IQM = 1); the budget; the seeds each game needs before the verdict; the goal and the aim
+ATARI_ALGOS = ("trpo_plus", "ppo")
+ATARI_BUDGET = 1_000_000
+ATARI_MIN_SEEDS = 3
+ATARI_GOAL_IQM = 1.0
+ATARI_AIM_IQM = 1.1
+#: The Atari-5 diagnostics table: the steps at the end of a run it averages over, and per algorithm, where each column
+#: comes from (a ``train/*`` value of the record's diagnostics and its sign; a column an algorithm lacks shows n/a)
+ATARI_DIAGNOSTICS_WINDOW = 200_000
+ATARI_DIAGNOSTICS = {
+    "trpo_plus": {
+        "entropy": ("train/entropy", 1),
+        "explained_variance": ("train/explained_variance", 1),
+        "kl": ("train/update_kl", 1),
+        "accepted": ("train/line_search_success_rate", 1),
+        "step_fraction": ("train/step_fraction_mean", 1),
+    },
+    "ppo": {
+        "entropy": ("train/entropy_loss", -1),
+        "explained_variance": ("train/explained_variance", 1),
+        "kl": ("train/approx_kl", 1),
+        "clip_fraction": ("train/clip_fraction", 1),
+    },
+}
+#: ALE ends a game after 108,000 frames (30 minutes of play; ``max_num_frames_per_episode`` of the v4 games). The
+#: evaluation's ``Monitor`` counts frames and misses the few ALE spends on a reset (107,987 seen): a game within
+#: ``ATARI_CAP_MARGIN`` frames of the cap was cut by it, not ended by play
+ATARI_FRAME_CAP = 108_000
+ATARI_CAP_MARGIN = 100
+#: Words of a game's verdict: TRPOPlus's IQM above PPO's interval, inside it, below it
+PLACE = {1: "ahead", 0: "level", -1: "behind"}
+
+
+# --- Atari-5: the atari entry on five games it was not tuned on ------------------------------------------------------
+
+
+def atari_runs(results_dir: Path, game: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """``{algo: {seed: record}}`` of ``benchmarks.atari``'s finished 1M-step runs on ``game``."""
+    runs: dict[str, dict[int, dict[str, Any]]] = {algo: {} for algo in ATARI_ALGOS}
+    for path in (results_dir / "atari" / game.lower()).glob("*/seed*.json"):
+        record = json.loads(path.read_text())
+        if record["algo"] in runs and record["n_timesteps"] == ATARI_BUDGET:
+            runs[record["algo"]][record["seed"]] = record
+    return runs
+
+
+def human_normalized(game: str, score: float) -> float:
+    """``(score - random) / (human - random)`` with the DQN table's scores (1 = human)."""
+    _, random_score, human = ATARI5[game]
+    return (score - random_score) / (human - random_score)
+
+
+def atari5_median_estimate(human_normalized_scores: dict[str, float]) -> float:
+    """
+    The Atari-5 estimate of the 57-game median human-normalized score (as a fraction, 1 = human) from the five games':
+    ``10 ** sum(w * log10(1 + max(0, 100 * h))) - 1`` in percent, the regression of Aitchison et al.
+    """
+    log_score = sum(ATARI5[game][0] * math.log10(1 + max(0.0, 100 * h)) for game, h in human_normalized_scores.items())
+    return (10**log_score - 1) / 100
+
+
+def _place(plus: Interval, reference: Interval) -> int:
+    """1 when TRPOPlus's IQM is above the reference's interval, -1 below it, 0 inside."""
+    return 1 if plus.point > reference.high else -1 if plus.point < reference.low else 0
+
+
+def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
+    """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
+    diagnostics = record.get("diagnostics") or {}
+    if key not in diagnostics:
+        return None
+    last = record["n_timesteps"] - window
+    pairs = [
+        (value, updates)
+        for end, value, updates in zip(diagnostics["bin_end"], diagnostics[key], diagnostics["n_updates"])
+        if end > last and value is not None and updates
+    ]
+    if not pairs:
+        return None
+    values, weights = zip(*pairs)
+    return float(np.average(values, weights=weights))
+
+
+def capped_share(record: dict[str, Any]) -> float:
+    """The share of the run's final-evaluation games that ALE's frame cap ended (their lengths are in frames)."""
+    lengths = record["curve"]["lengths"][-1]
+    return float(np.mean([length >= ATARI_FRAME_CAP - ATARI_CAP_MARGIN for length in lengths]))
+
+
+def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]) -> str:
+    """
+    A row per game and algorithm with finished runs: each ``ATARI_DIAGNOSTICS`` column, and the share of the final
+    evaluation's games cut at ALE's frame cap, averaged over its seeds.
+    """
+    columns = sorted({column for sources in ATARI_DIAGNOSTICS.values() for column in sources})
+    rows = []
+    for game, by_algo in runs.items():
+        for algo, records in by_algo.items():
+            if not records:
+                continue
+            values = {column: None for column in columns}
+            for column, (key, sign) in ATARI_DIAGNOSTICS[algo].items():
+                per_run = [late_diagnostic(record, key) for record in records.values()]
+                per_run = [value for value in per_run if value is not None]
+                values[column] = sign * float(np.mean(per_run)) if per_run else None
+            rows.append(
+                fill(
+                    "atari5.diagnostics.row",
+                    game=game,
+                    label=ALGO_LABELS[algo],
+                    seeds=len(records),
+                    capped=float(np.mean([capped_share(record) for record in records.values()])),
+                    **{column: Shown(value) for column, value in values.items()},
+                )
+            )
+    return "\n".join(rows)
+
+
+def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path) -> None:
+    """A panel per game: one line per algorithm, the mean evaluation return over seeds with its 95% bootstrap band."""
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
+    for ax, (game, by_algo) in zip(axes.flat, runs.items()):
+        plot_mean_curves(ax, {algo: list(records.values()) for algo, records in by_algo.items()})
+        finish_axes(ax, game, 7, ylabel="return")
+        if not ax.lines:
+            ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+    for ax in list(axes.flat)[len(runs) :]:
+        ax.axis("off")
+    fig.suptitle("Atari-5, 1M steps: evaluation return (mean over seeds, 95% bootstrap CI)", fontsize=10)
+    save_figure(fig, path)
+
+
+def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
+    """Per game and aggregated over the Atari-5 games: the ``atari`` entries of TRPOPlus and PPO, 1M steps."""
+    random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
+    runs = {game: atari_runs(results_dir, game) for game in ATARI5}
+    plus_algo, reference = ATARI_ALGOS
+    rows, places, paired_counts, iqms = [], {}, {}, {}
+    for game, by_algo in runs.items():
+        paired = sorted(set.intersection(*(set(by_algo[algo]) for algo in ATARI_ALGOS)))
+        paired_counts[game] = len(paired)
+        counts = " / ".join(str(len(by_algo[algo])) for algo in ATARI_ALGOS)
+        estimates = {
+            algo: interval_estimates({algo: np.array([by_algo[algo][s]["final"]["mean"] for s in sorted(by_algo[algo])])})[
+                algo
+            ]
+            for algo in ATARI_ALGOS
+            if by_algo[algo]
+        }
+        late = {
+            algo: float(metrics_iqm([by_algo[algo][s]["late"]["mean"] for s in by_algo[algo]]))
+            for algo in ATARI_ALGOS
+            if by_algo[algo]
+        }
+        iqms[game] = {algo: estimates[algo]["iqm"].point for algo in estimates}
+        place = None
+        if len(paired) >= ATARI_MIN_SEEDS:
+            paired_estimates = interval_estimates(
+                {algo: np.array([by_algo[algo][s]["final"]["mean"] for s in paired]) for algo in ATARI_ALGOS}
+            )
+            place = places[game] = _place(paired_estimates[plus_algo]["iqm"], paired_estimates[reference]["iqm"])
+        rows.append(
+            fill(
+                "atari5.row",
+                game=game,
+                random=Shown(random_scores.get(game, {}).get("mean")),
+                **{algo: f"{estimates[algo]['iqm']:.0f}" if algo in estimates else NOT_RUN for algo in ATARI_ALGOS},
+                **{f"{algo}_late": Shown(late.get(algo)) for algo in ATARI_ALGOS},
+                place=PLACE[place] if place is not None else f"not yet ({len(paired)} of {ATARI_MIN_SEEDS} seeds)",
+                counts=counts,
+            )
+        )
+    image = images_dir / "atari5_curves.png"
+    plot_atari_curves(runs, image)
+    parts = [
+        fill(
+            "atari5",
+            rows="\n".join(rows),
+            min_seeds=ATARI_MIN_SEEDS,
+            bootstrap_reps=BOOTSTRAP_REPS,
+            bootstrap_seed=BOOTSTRAP_SEED,
+            image=image_link(image, docs_dir),
+        )
+    ]
+    human_rows = [
+        fill(
+            "atari5.human.row",
+            label=ALGO_LABELS[algo],
+            **{game: Shown(100 * human_normalized(game, iqms[game][algo]) if algo in iqms[game] else None) for game in ATARI5},
+            estimate=Shown(
+                100 * atari5_median_estimate({g: human_normalized(g, iqms[g][algo]) for g in ATARI5})
+                if all(algo in iqms[g] for g in ATARI5)
+                else None
+            ),
+        )
+        for algo in ATARI_ALGOS
+    ]
+    parts.append(fill("atari5.human", rows="\n".join(human_rows)))
+    parts.append(fill("atari5.diagnostics", window=ATARI_DIAGNOSTICS_WINDOW // 1000, rows=atari_diagnostics_rows(runs)))
+    n_seeds = min(paired_counts.values())
+    if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
+        waiting = ", ".join(f"{game} {count} of {ATARI_MIN_SEEDS}" for game, count in paired_counts.items())
+        parts.append(fill("atari5.aggregate.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
+        return paragraphs(*parts)
+    # (seeds, games) matrices on the first n_seeds paired seeds of every game, normalized by random = 0, PPO's IQM = 1
+    normalized: dict[str, np.ndarray] = {}
+    for algo in ATARI_ALGOS:
+        columns = []
+        for game, by_algo in runs.items():
+            seeds = sorted(set.intersection(*(set(by_algo[a]) for a in ATARI_ALGOS)))[:n_seeds]
+            random_score = random_scores[game]["mean"]
+            scale = iqms[game][reference] - random_score
+            columns.append([(by_algo[algo][s]["final"]["mean"] - random_score) / scale for s in seeds])
+        normalized[algo] = np.array(columns).T
+    estimates = interval_estimates(normalized)
+    from rliable import metrics
+
+    points, intervals = seeded_interval_estimates(
+        {"pair": (normalized[plus_algo], normalized[reference])}, metrics.probability_of_improvement
+    )
+    low, high = np.ravel(intervals["pair"])
+    improvement = Interval(float(np.ravel(points["pair"])[0]), float(low), float(high))
+    profile = images_dir / "atari5_profile.png"
+    plot_performance_profile(normalized, profile, "Atari-5: performance profile (all runs of the five games)", "PPO's IQM")
+    plus_iqm = estimates[plus_algo]["iqm"]
+    behind = [game for game, place in places.items() if place < 0]
+    parts.append(
+        fill(
+            "atari5.aggregate",
+            n_seeds=n_seeds,
+            rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[a], **estimates[a]} for a in ATARI_ALGOS)),
+            improvement=improvement,
+            image=image_link(profile, docs_dir),
+            goal=ATARI_GOAL_IQM,
+            aim=ATARI_AIM_IQM,
+            plus=plus_iqm.point,
+            goal_verdict=VERDICT[bool(plus_iqm.point >= ATARI_GOAL_IQM)],
+            aim_verdict=VERDICT[bool(plus_iqm.point >= ATARI_AIM_IQM) and not behind],
+            ahead=", ".join(g for g, p in places.items() if p > 0) or "none",
+            level=", ".join(g for g, p in places.items() if p == 0) or "none",
+            behind=", ".join(behind) or "none",
+        )
+    )
+    return paragraphs(*parts)
