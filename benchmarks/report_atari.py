@@ -172,6 +172,12 @@ def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], pat
     save_figure(fig, path)
 
 
+def score_text(score: "Interval | float") -> str:
+    """A game's score (or its interval) with one decimal below 100 in size (DoubleDunk's -1.7), none above."""
+    point = score.point if isinstance(score, Interval) else score
+    return f"{score:{'.1f' if abs(point) < 100 else '.0f'}}"
+
+
 def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """Per game and aggregated over the Atari-5 games: the ``atari`` entries of TRPOPlus and PPO, 1M steps."""
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
@@ -206,8 +212,8 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
                 "atari5.row",
                 game=game,
                 random=Shown(random_scores.get(game, {}).get("mean")),
-                **{algo: f"{estimates[algo]['iqm']:.0f}" if algo in estimates else NOT_RUN for algo in ATARI_ALGOS},
-                **{f"{algo}_late": Shown(late.get(algo)) for algo in ATARI_ALGOS},
+                **{algo: score_text(estimates[algo]["iqm"]) if algo in estimates else NOT_RUN for algo in ATARI_ALGOS},
+                **{f"{algo}_late": score_text(late[algo]) if algo in late else NOT_RUN for algo in ATARI_ALGOS},
                 place=PLACE[place] if place is not None else f"not yet ({len(paired)} of {ATARI_MIN_SEEDS} seeds)",
                 counts=counts,
             )

@@ -606,7 +606,7 @@ def test_atari5_section(tmp_path, monkeypatch):
             write(game, "trpo_plus", seed, random_score + (50 if game == "Qbert" else 200))
     text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| BattleZone | 10.0 | 210 [210, 210] | 110 [110, 110] | 209 / 109 | ahead | 3 / 3 |" in text
-    assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | behind | 3 / 3 |" in text
+    assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99.0 / 149 | behind | 3 / 3 |" in text
     # the aggregate: 12 runs at 2.0 and 3 at 0.5 -> IQM over the 15 runs' middle half is 2.0; PPO at 1.0
     assert "| TRPOPlus | 2.00 [" in text and "| PPO | 1.00 [1.00, 1.00] |" in text
     assert "P(TRPOPlus > PPO), averaged over the games (rliable): 0.80" in text
@@ -621,4 +621,4 @@ def test_atari5_section(tmp_path, monkeypatch):
     (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
     text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     assert "Aggregate and verdict: not yet" in text and "Qbert 2 of 3." in text
-    assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99 / 149 | not yet (2 of 3 seeds) | 3 / 2 |" in text
+    assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99.0 / 149 | not yet (2 of 3 seeds) | 3 / 2 |" in text
