@@ -6,6 +6,7 @@ benchmark's baselines are the zoo's v4 entries. The training runs are skipped wi
 
 import importlib
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -111,3 +112,14 @@ def test_tuning_candidates(tmp_path):
     ]
     expected += [("trpo_plus", "HalfCheetah-v5", "seed", str(seed), "T0b") for seed in (100, 101, 102)]
     assert runs == sorted(expected)
+
+
+def test_random_policy_scores(tmp_path):
+    """``benchmarks.mujoco_random`` writes each task's random-policy returns, the 0 of the tuning rule's normalization."""
+    pytest.importorskip("mujoco")
+    from benchmarks import mujoco_random
+
+    result = mujoco_random.main(["--tasks", "Hopper-v5", "--episodes", "2", "--out", str(tmp_path / "random.json")])
+    scores = json.loads((tmp_path / "random.json").read_text())["games"]["Hopper-v5"]
+    assert len(scores["returns"]) == 2 and scores["mean"] == pytest.approx(sum(scores["returns"]) / 2)
+    assert result["games"]["Hopper-v5"]["mean"] == scores["mean"]
