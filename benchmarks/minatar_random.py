@@ -22,9 +22,14 @@ GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 MAX_EPISODE_STEPS = 10_000
 
 
-def random_returns(env_id: str, episodes: int, seed: int) -> list[float]:
-    """Undiscounted returns of ``episodes`` episodes of the uniformly random policy on ``env_id``."""
-    env = gym.wrappers.TimeLimit(gym.make(env_id), max_episode_steps=MAX_EPISODE_STEPS)
+def random_returns(env_id: str, episodes: int, seed: int, max_episode_steps: int | None = MAX_EPISODE_STEPS) -> list[float]:
+    """
+    Undiscounted returns of ``episodes`` episodes of the uniformly random policy on ``env_id``, cut at
+    ``max_episode_steps`` (``None``: the environment's own time limit only; ``benchmarks.mujoco_random``).
+    """
+    env = gym.make(env_id)
+    if max_episode_steps is not None:
+        env = gym.wrappers.TimeLimit(env, max_episode_steps=max_episode_steps)
     env.action_space.seed(seed)
     returns = []
     for episode in range(episodes):

@@ -14,28 +14,15 @@ Usage::
 import argparse
 from typing import Any
 
-import gymnasium as gym
-
+from benchmarks import minatar_random
 from benchmarks._common import RESULTS_DIR, random_policy_scores
 
 TASKS = ["Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5", "Swimmer-v5"]
 
 
 def random_returns(env_id: str, episodes: int, seed: int) -> list[float]:
-    """Undiscounted returns of ``episodes`` episodes of the uniformly random policy on ``env_id``."""
-    env = gym.make(env_id)
-    env.action_space.seed(seed)
-    returns = []
-    for episode in range(episodes):
-        env.reset(seed=seed + episode)
-        total, done = 0.0, False
-        while not done:
-            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return returns
+    """Undiscounted returns of ``episodes`` episodes of the uniformly random policy on ``env_id`` (its own time limit)."""
+    return minatar_random.random_returns(env_id, episodes, seed, max_episode_steps=None)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
