@@ -524,7 +524,9 @@ def recorded_run(
         started=started,
         finished=time.strftime("%Y-%m-%d %H:%M:%S"),
         command=command_line(),
-        commit=git_commit(),
+        # the commit of the command that finished the run and wrote this record; the commit of each part of the run
+        # (a resumed run has several): ``segments``
+        finished_at_commit=git_commit(),
         machine=machine_info(),
     )
     return record

@@ -18,6 +18,7 @@ from benchmarks.report_common import NOT_RUN, VERDICT, Interval, Shown, fill, fi
 from benchmarks.report_stats import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
+    COLORS,
     finish_axes,
     interval_estimates,
     metrics_iqm,
@@ -45,6 +46,15 @@ ATARI_BUDGET = 1_000_000
 ATARI_MIN_SEEDS = 3
 ATARI_GOAL_IQM = 1.0
 ATARI_AIM_IQM = 1.1
+#: The targets of the ``atari`` entry (on the first ``ATARI_MIN_SEEDS`` or more seeds of both): no game behind PPO's
+#: interval; the human-normalized IQM over all runs at least ``ATARI_TARGET_RATIO`` x PPO's (the aim: the median of
+#: the per-game means too); no collapse in any run over its last ``ATARI_DIAGNOSTICS_WINDOW`` steps, i.e. line-search
+#: acceptance at least ``ATARI_MIN_ACCEPTANCE`` and mean entropy at least ``ATARI_MIN_ENTROPY_SHARE`` x PPO's on the game
+ATARI_TARGET_RATIO = 1.2
+ATARI_MIN_ACCEPTANCE = 0.9
+ATARI_MIN_ENTROPY_SHARE = 0.25
+#: TRPOPlus's line-search acceptance: the mean of ``train/is_line_search_success`` over the updates that ran a search
+ATARI_ACCEPTANCE_KEY = "train/is_line_search_success"
 #: The Atari-5 diagnostics table: the steps at the end of a run it averages over, and per algorithm, where each column
 #: comes from (a ``train/*`` value of the record's diagnostics and its sign; a column an algorithm lacks shows n/a)
 ATARI_DIAGNOSTICS_WINDOW = 200_000
@@ -53,7 +63,7 @@ ATARI_DIAGNOSTICS = {
         "entropy": ("train/entropy", 1),
         "explained_variance": ("train/explained_variance", 1),
         "kl": ("train/update_kl", 1),
-        "accepted": ("train/line_search_success_rate", 1),
+        "accepted": (ATARI_ACCEPTANCE_KEY, 1),
         "step_fraction": ("train/step_fraction_mean", 1),
     },
     "ppo": {
@@ -128,7 +138,7 @@ def capped_share(record: dict[str, Any]) -> float:
     return float(np.mean([length >= ATARI_FRAME_CAP - ATARI_CAP_MARGIN for length in lengths]))
 
 
-def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]) -> str:
+def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], labels: dict[str, str]) -> str:
     """
     A row per game and algorithm with finished runs: each ``ATARI_DIAGNOSTICS`` column, and the share of the final
     evaluation's games cut at ALE's frame cap, averaged over its seeds.
@@ -147,7 +157,7 @@ def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]
             rows.append(
                 fill(
                     "atari5.diagnostics.row",
-                    game=game,
+                    game=labels[game],
                     label=ALGO_LABELS[algo],
                     seeds=len(records),
                     capped=float(np.mean([capped_share(record) for record in records.values()])),
@@ -178,10 +188,122 @@ def score_text(score: "Interval | float") -> str:
     return f"{score:{'.1f' if abs(point) < 100 else '.0f'}}"
 
 
+def stalled(record: dict[str, Any]) -> bool:
+    """A run that stalls its game: every game of its final evaluation ran to ALE's frame cap."""
+    return capped_share(record) == 1.0
+
+
+def game_label(game: str, by_algo: dict[str, dict[int, dict[str, Any]]]) -> str:
+    """The game's name, with the runs that stalled it, per algorithm, in every table where the game appears."""
+    marks = [
+        f"{ALGO_LABELS[algo]} {count} of {len(records)}"
+        for algo, records in by_algo.items()
+        if (count := sum(stalled(record) for record in records.values()))
+    ]
+    return f"{game} (stalled: {', '.join(marks)})" if marks else game
+
+
+def binned_diagnostic(records: list[dict[str, Any]], key: str, sign: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """
+    The bins' ends and ``sign * key`` per run and bin (``(runs, bins)``, NaN where a run has no value), over the runs
+    whose diagnostics have ``key``, on the bins of the first of them.
+    """
+    with_key = [record["diagnostics"] for record in records if key in (record.get("diagnostics") or {})]
+    if not with_key:
+        return np.array([]), np.empty((0, 0))
+    ends = np.asarray(with_key[0]["bin_end"], dtype=float)
+    rows = []
+    for diagnostics in with_key:
+        values = dict(zip(diagnostics["bin_end"], diagnostics[key]))
+        rows.append([sign * values[end] if values.get(end) is not None else np.nan for end in ends])
+    return ends, np.array(rows, dtype=float)
+
+
+def plot_atari_entropy(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path) -> None:
+    """
+    A panel per game: each algorithm's policy entropy against steps (every run thin, the mean over runs thick), and
+    TRPOPlus's line-search acceptance (the share of its updates whose step was accepted, mean over runs) on the right.
+    """
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
+    plus_algo = ATARI_ALGOS[0]
+    for ax, (game, by_algo) in zip(axes.flat, runs.items()):
+        for algo, records in by_algo.items():
+            ends, values = binned_diagnostic(list(records.values()), *ATARI_DIAGNOSTICS[algo]["entropy"])
+            if not len(values):
+                continue
+            for run in values:
+                ax.plot(ends, run, color=COLORS[algo], alpha=0.35, linewidth=0.8)
+            ax.plot(ends, np.nanmean(values, axis=0), color=COLORS[algo], label=f"{ALGO_LABELS[algo]} entropy")
+        ends, accepted = binned_diagnostic(list(by_algo[plus_algo].values()), ATARI_ACCEPTANCE_KEY)
+        right = ax.twinx()
+        if len(accepted):
+            right.plot(ends, np.nanmean(accepted, axis=0), color="black", linestyle="--", linewidth=1)
+            # the legend is the left axis's: an empty line of the same style names the right one's
+            ax.plot([], [], color="black", linestyle="--", linewidth=1, label=f"{ALGO_LABELS[plus_algo]} accepted")
+        right.set_ylim(0, 1.05)
+        right.set_ylabel("line search accepted", fontsize=8)
+        ax.set_ylim(bottom=0)
+        finish_axes(ax, game, 7, ylabel="entropy (nats)")
+    for ax in list(axes.flat)[len(runs) :]:
+        ax.axis("off")
+    fig.suptitle("Atari-5, 1M steps: policy entropy (mean per 50k steps) and TRPOPlus's line-search acceptance", fontsize=10)
+    save_figure(fig, path)
+
+
+def paired_scores(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], algo: str, n_seeds: int) -> np.ndarray:
+    """``(n_seeds, games)``: the final scores of ``algo`` on the first ``n_seeds`` seeds both algorithms finished."""
+    columns = []
+    for by_algo in runs.values():
+        seeds = sorted(set.intersection(*(set(by_algo[a]) for a in ATARI_ALGOS)))[:n_seeds]
+        columns.append([by_algo[algo][s]["final"]["mean"] for s in seeds])
+    return np.array(columns, dtype=float).T
+
+
+def human_aggregates(scores: np.ndarray) -> np.ndarray:
+    """
+    Of a ``(runs, games)`` matrix of human-normalized scores (the games in ``ATARI5``'s order): the IQM over all runs,
+    the median of the per-game means, and the Atari-5 estimate from the per-game IQMs.
+    """
+    from rliable import metrics
+    from scipy import stats
+
+    per_game = stats.trim_mean(scores, proportiontocut=0.25, axis=0)
+    estimate = atari5_median_estimate(dict(zip(ATARI5, per_game)))
+    return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_median(scores), estimate])
+
+
+def collapsed_runs(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], seeds: int) -> tuple[list[str], int]:
+    """
+    The TRPOPlus runs (of the first ``seeds`` paired seeds of each game) that collapsed over the last
+    ``ATARI_DIAGNOSTICS_WINDOW`` steps: line-search acceptance below ``ATARI_MIN_ACCEPTANCE``, or mean entropy below
+    ``ATARI_MIN_ENTROPY_SHARE`` x PPO's mean over its runs on the game; and the number of runs checked.
+    """
+    plus_algo, reference = ATARI_ALGOS
+    failures, checked = [], 0
+    for game, by_algo in runs.items():
+        key, sign = ATARI_DIAGNOSTICS[reference]["entropy"]
+        reference_entropy = [late_diagnostic(record, key) for record in by_algo[reference].values()]
+        floor = ATARI_MIN_ENTROPY_SHARE * sign * float(np.mean([e for e in reference_entropy if e is not None] or [np.nan]))
+        for seed in sorted(set.intersection(*(set(by_algo[a]) for a in ATARI_ALGOS)))[:seeds]:
+            record, checked = by_algo[plus_algo][seed], checked + 1
+            accepted = late_diagnostic(record, ATARI_ACCEPTANCE_KEY)
+            entropy = late_diagnostic(record, ATARI_DIAGNOSTICS[plus_algo]["entropy"][0])
+            low = []
+            if accepted is None or accepted < ATARI_MIN_ACCEPTANCE:
+                low.append(f"accepted {Shown(accepted):.2f}")
+            if entropy is None or not entropy >= floor:
+                low.append(f"entropy {Shown(entropy):.2g} nats against {floor:.2f}")
+            if low:
+                failures.append(f"{game} seed {seed} ({', '.join(low)})")
+    return failures, checked
+
+
 def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """Per game and aggregated over the Atari-5 games: the ``atari`` entries of TRPOPlus and PPO, 1M steps."""
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
     runs = {game: atari_runs(results_dir, game) for game in ATARI5}
+    labels = {game: game_label(game, by_algo) for game, by_algo in runs.items()}
     plus_algo, reference = ATARI_ALGOS
     rows, places, paired_counts, iqms = [], {}, {}, {}
     for game, by_algo in runs.items():
@@ -210,7 +332,7 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         rows.append(
             fill(
                 "atari5.row",
-                game=game,
+                game=labels[game],
                 random=Shown(random_scores.get(game, {}).get("mean")),
                 **{algo: score_text(estimates[algo]["iqm"]) if algo in estimates else NOT_RUN for algo in ATARI_ALGOS},
                 **{f"{algo}_late": score_text(late[algo]) if algo in late else NOT_RUN for algo in ATARI_ALGOS},
@@ -243,50 +365,87 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         )
         for algo in ATARI_ALGOS
     ]
-    parts.append(fill("atari5.human", rows="\n".join(human_rows)))
-    parts.append(fill("atari5.diagnostics", window=ATARI_DIAGNOSTICS_WINDOW // 1000, rows=atari_diagnostics_rows(runs)))
+    # the per-game details follow the aggregate
+    details = [fill("atari5.human", rows="\n".join(human_rows), **{f"game{i}": labels[g] for i, g in enumerate(ATARI5)})]
+    entropy_image = images_dir / "atari5_entropy.png"
+    plot_atari_entropy(runs, entropy_image)
+    details.append(
+        fill(
+            "atari5.diagnostics",
+            window=ATARI_DIAGNOSTICS_WINDOW // 1000,
+            rows=atari_diagnostics_rows(runs, labels),
+            image=image_link(entropy_image, docs_dir),
+        )
+    )
     n_seeds = min(paired_counts.values())
     if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
         waiting = ", ".join(f"{game} {count} of {ATARI_MIN_SEEDS}" for game, count in paired_counts.items())
         parts.append(fill("atari5.aggregate.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
-        return paragraphs(*parts)
-    # (seeds, games) matrices on the first n_seeds paired seeds of every game, normalized by random = 0, PPO's IQM = 1
-    normalized: dict[str, np.ndarray] = {}
-    for algo in ATARI_ALGOS:
-        columns = []
-        for game, by_algo in runs.items():
-            seeds = sorted(set.intersection(*(set(by_algo[a]) for a in ATARI_ALGOS)))[:n_seeds]
-            random_score = random_scores[game]["mean"]
-            scale = iqms[game][reference] - random_score
-            columns.append([(by_algo[algo][s]["final"]["mean"] - random_score) / scale for s in seeds])
-        normalized[algo] = np.array(columns).T
-    estimates = interval_estimates(normalized)
+        return paragraphs(*parts, *details)
+    raw = {algo: paired_scores(runs, algo, n_seeds) for algo in ATARI_ALGOS}
+    human = {algo: np.array([[human_normalized(g, v) for g, v in zip(ATARI5, row)] for row in raw[algo]]) for algo in raw}
+    points, intervals = seeded_interval_estimates(human, human_aggregates)
+    headline = {
+        algo: {
+            name: Interval(100 * points[algo][i], 100 * intervals[algo][0, i], 100 * intervals[algo][1, i])
+            for i, name in enumerate(("iqm", "median", "estimate"))
+        }
+        for algo in ATARI_ALGOS
+    }
+    profile = images_dir / "atari5_profile.png"
+    tau_max = max(0.5, float(np.ceil(10 * np.percentile(np.concatenate([v.ravel() for v in human.values()]), 95)) / 10))
+    plot_performance_profile(human, profile, "Atari-5: performance profile (all runs of the five games)", "human", tau_max)
+    # beside it: random = 0 (the measured random policy) and PPO's IQM on the game = 1
+    scale = np.array([iqms[g][reference] - random_scores[g]["mean"] for g in ATARI5])
+    offset = np.array([random_scores[g]["mean"] for g in ATARI5])
+    by_ppo = interval_estimates({algo: (raw[algo] - offset) / scale for algo in ATARI_ALGOS})
+    plus_iqms = [(iqms[g][plus_algo] - offset[i]) / scale[i] for i, g in enumerate(ATARI5)]
     from rliable import metrics
 
     points, intervals = seeded_interval_estimates(
-        {"pair": (normalized[plus_algo], normalized[reference])}, metrics.probability_of_improvement
+        {"pair": (raw[plus_algo], raw[reference])}, metrics.probability_of_improvement
     )
     low, high = np.ravel(intervals["pair"])
     improvement = Interval(float(np.ravel(points["pair"])[0]), float(low), float(high))
-    profile = images_dir / "atari5_profile.png"
-    plot_performance_profile(normalized, profile, "Atari-5: performance profile (all runs of the five games)", "PPO's IQM")
-    plus_iqm = estimates[plus_algo]["iqm"]
-    behind = [game for game, place in places.items() if place < 0]
     parts.append(
         fill(
             "atari5.aggregate",
             n_seeds=n_seeds,
-            rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[a], **estimates[a]} for a in ATARI_ALGOS)),
+            n_runs=n_seeds * len(ATARI5),
+            rows=fill_each("atari5.aggregate.row", ({"label": ALGO_LABELS[a], **headline[a]} for a in ATARI_ALGOS)),
+            ppo_rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[a], **by_ppo[a]} for a in ATARI_ALGOS)),
+            gains=", ".join(f"{g} +{score_text(scale[i])} ({plus_iqms[i]:.1f}x)" for i, g in enumerate(ATARI5)),
             improvement=improvement,
             image=image_link(profile, docs_dir),
-            goal=ATARI_GOAL_IQM,
-            aim=ATARI_AIM_IQM,
-            plus=plus_iqm.point,
-            goal_verdict=VERDICT[bool(plus_iqm.point >= ATARI_GOAL_IQM)],
-            aim_verdict=VERDICT[bool(plus_iqm.point >= ATARI_AIM_IQM) and not behind],
-            ahead=", ".join(g for g, p in places.items() if p > 0) or "none",
-            level=", ".join(g for g, p in places.items() if p == 0) or "none",
-            behind=", ".join(behind) or "none",
         )
     )
-    return paragraphs(*parts)
+    behind = [game for game, place in places.items() if place < 0]
+    ratio = {name: headline[plus_algo][name].point / headline[reference][name].point for name in ("iqm", "median")}
+    failures, checked = collapsed_runs(runs, n_seeds)
+    plus_by_ppo = by_ppo[plus_algo]["iqm"].point
+    parts.append(
+        fill(
+            "atari5.targets",
+            n_seeds=n_seeds,
+            behind=", ".join(behind) or "none",
+            behind_verdict=VERDICT[not behind],
+            target_ratio=ATARI_TARGET_RATIO,
+            iqm_ratio=ratio["iqm"],
+            iqm_verdict=VERDICT[bool(ratio["iqm"] >= ATARI_TARGET_RATIO)],
+            median_ratio=ratio["median"],
+            median_verdict=VERDICT[bool(ratio["median"] >= ATARI_TARGET_RATIO)],
+            min_acceptance=ATARI_MIN_ACCEPTANCE,
+            entropy_share=ATARI_MIN_ENTROPY_SHARE,
+            window=ATARI_DIAGNOSTICS_WINDOW // 1000,
+            collapsed=f"{len(failures)} of {checked} runs" + (f": {'; '.join(failures)}" if failures else ""),
+            collapse_verdict=VERDICT[not failures],
+            goal=ATARI_GOAL_IQM,
+            aim=ATARI_AIM_IQM,
+            plus=plus_by_ppo,
+            goal_verdict=VERDICT[bool(plus_by_ppo >= ATARI_GOAL_IQM)],
+            aim_verdict=VERDICT[bool(plus_by_ppo >= ATARI_AIM_IQM) and not behind],
+            ahead=", ".join(g for g, p in places.items() if p > 0) or "none",
+            level=", ".join(g for g, p in places.items() if p == 0) or "none",
+        )
+    )
+    return paragraphs(*parts, *details)

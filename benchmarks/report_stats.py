@@ -130,18 +130,23 @@ def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Pat
     save_figure(fig, path)
 
 
-def plot_performance_profile(normalized: dict[str, np.ndarray], path: Path, title: str, reference: str) -> None:
+def plot_performance_profile(
+    normalized: dict[str, np.ndarray], path: Path, title: str, reference: str, tau_max: float | None = None
+) -> None:
     """
     rliable's performance profile of the normalized scores: the fraction of runs above each score, with 95% bands.
 
     :param reference: what normalized score 1 is (``"PPO's IQM"``)
+    :param tau_max: the right end of the axis; by default the 95th percentile of all runs rounded up, at least 2 (one
+        far-out run would squeeze the rest into the left edge)
     """
     from rliable import library as rly
     from rliable import plot_utils
 
-    # up to the 95th percentile of all runs (at least 2): one far-out run would squeeze the rest into the left edge
-    high = float(np.percentile(np.concatenate([values.ravel() for values in normalized.values()]), 95))
-    taus = np.linspace(0.0, max(2.0, float(np.ceil(high))), 81)
+    if tau_max is None:
+        high = float(np.percentile(np.concatenate([values.ravel() for values in normalized.values()]), 95))
+        tau_max = max(2.0, float(np.ceil(high)))
+    taus = np.linspace(0.0, tau_max, 81)
     global_state = np.random.get_state()
     np.random.seed(BOOTSTRAP_SEED)
     try:

@@ -260,6 +260,8 @@ def test_atari_checkpoint_resume_and_diagnostics(tmp_path, monkeypatch):
     assert record["resumed_from"] == 32 and record["num_timesteps_done"] == 64
     # each part of the run names the commit it ran at
     assert [(s["steps"], s["commit"]) for s in record["segments"]] == [([0, 32], "first"), ([32, 64], "second")]
+    # and the record's own field says it is the last command's, not the run's
+    assert record["finished_at_commit"] == "second" and "commit" not in record
     assert record["segments"][0]["where"].endswith("cores, cpu")
     assert (tmp_path / "atari" / "breakout" / "trpo_plus" / "seed0.json").is_file()
     assert "AdaptiveTrustRegionCallback" in json.dumps(record["hyperparams"])
@@ -587,16 +589,26 @@ def test_atari5_section(tmp_path, monkeypatch):
     def write(game, algo, seed, score):
         path = tmp_path / "atari" / game.lower() / algo / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        # the final evaluation's games: one of BattleZone TRPOPlus's four reached ALE's cap (107,987 frames counted)
+        # the final evaluation's games: one of BattleZone TRPOPlus's four reached ALE's cap (107,987 frames counted),
+        # and all of DoubleDunk TRPOPlus's (a stalled game)
         capped = game == "BattleZone" and algo == "trpo_plus"
-        lengths = [[900, 1200], [1500, 2000], [107_987 if capped else 3000, 2500, 2600, 2700]]
-        curve = {"timesteps": [0, 500_000, 1_000_000], "mean": [0.0, score / 2, score], "lengths": lengths}
+        stalled = game == "DoubleDunk" and algo == "trpo_plus"
+        final_lengths = [107_987] * 4 if stalled else [107_987 if capped else 3000, 2500, 2600, 2700]
+        curve = {
+            "timesteps": [0, 500_000, 1_000_000],
+            "mean": [0.0, score / 2, score],
+            "lengths": [[900], [1500], final_lengths],
+        }
         record = {"algo": algo, "seed": seed, "n_timesteps": report_atari.ATARI_BUDGET, "curve": curve}
         record.update(final={"mean": score}, late={"mean": score - 1})
         # the diagnostics table averages the last 200k steps' bins, weighted by their updates: (1 * 10 + 2 * 30) / 40
         entropy_key, sign = report_atari.ATARI_DIAGNOSTICS[algo]["entropy"]
         entropy = [sign * value for value in (9.0, 1.0, 2.0)]
         record["diagnostics"] = {"bin_end": [500_000, 900_000, 1_000_000], "n_updates": [10, 10, 30], entropy_key: entropy}
+        if algo == "trpo_plus":
+            # the line search of Phoenix seed 1 accepts half the updates of its last 200k steps: a collapse
+            late_accepted = 0.5 if (game, seed) == ("Phoenix", 1) else 1.0
+            record["diagnostics"][report_atari.ATARI_ACCEPTANCE_KEY] = [1.0, late_accepted, late_accepted]
         path.write_text(json.dumps(record))
 
     # PPO scores random + 100 on every seed (normalized 1); TRPOPlus random + 200 (normalized 2), but behind on Qbert
@@ -607,16 +619,40 @@ def test_atari5_section(tmp_path, monkeypatch):
     text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| BattleZone | 10.0 | 210 [210, 210] | 110 [110, 110] | 209 / 109 | ahead | 3 / 3 |" in text
     assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99.0 / 149 | behind | 3 / 3 |" in text
-    # the aggregate: 12 runs at 2.0 and 3 at 0.5 -> IQM over the 15 runs' middle half is 2.0; PPO at 1.0
+    # a stalled game is marked in each table: per game, human-normalized, diagnostics (two rows)
+    assert text.count("DoubleDunk (stalled: TRPOPlus 3 of 3)") == 4
+    assert "| DoubleDunk (stalled: TRPOPlus 3 of 3) | 20.0 | 220 [220, 220] |" in text
+    # the human-normalized headline: per game every seed scores the same, so the IQM over the 15 runs is the mean of
+    # the middle 9 (the 3 lowest and 3 highest cut), the median of per-game means the middle game's
+    for algo, label in (("trpo_plus", "TRPOPlus"), ("ppo", "PPO")):
+        scores = {g: r + (100 if algo == "ppo" else 50 if g == "Qbert" else 200) for g, r in random_scores.items()}
+        human = sorted(100 * report_atari.human_normalized(g, v) for g, v in scores.items())
+        runs = sorted(h for h in human for _ in range(3))
+        estimate = 100 * report_atari.atari5_median_estimate(
+            {g: report_atari.human_normalized(g, v) for g, v in scores.items()}
+        )
+        iqm, median = np.mean(runs[3:12]), human[2]
+        assert (
+            f"| {label} | {iqm:.1f} [{iqm:.1f}, {iqm:.1f}] | {median:.1f} [{median:.1f}, {median:.1f}] | {estimate:.1f} ["
+            in text
+        )
+    # beside it, the PPO-normalized aggregate: 12 runs at 2.0 and 3 at 0.5 -> IQM over the middle half is 2.0
     assert "| TRPOPlus | 2.00 [" in text and "| PPO | 1.00 [1.00, 1.00] |" in text
+    assert "BattleZone +100 (2.0x)" in text and "Qbert +100 (0.5x)" in text
     assert "P(TRPOPlus > PPO), averaged over the games (rliable): 0.80" in text
+    # the targets: Qbert behind; the collapse names the run and what fell short
     assert (
-        "Goal (aggregate IQM >= 1.0): **met** (TRPOPlus 2.00). Aim (>= 1.1, no game behind PPO's interval): **missed**" in text
+        "| no game behind | TRPOPlus's IQM at or above the low end of PPO's 95% interval on every game | behind: Qbert | **missed** |"
+        in text
     )
+    assert "runs below: 1 of 15 runs: Phoenix seed 1 (accepted 0.50) | **missed** |" in text
+    assert "goal (IQM >= 1.0): **met** (TRPOPlus 2.00); aim (>= 1.1, no game behind): **missed**" in text
     assert "Ahead: BattleZone, DoubleDunk, NameThisGame, Phoenix; level: none; behind: Qbert." in text
-    assert "| BattleZone | TRPOPlus | 3 | 1.75 | n/a | n/a | n/a | n/a | n/a | 0.25 |" in text
+    assert "| BattleZone | TRPOPlus | 3 | 1.75 | n/a | n/a | 1.00 | n/a | n/a | 0.25 |" in text
+    assert "| Phoenix | TRPOPlus | 3 | 1.75 | n/a | n/a | 0.83 | n/a | n/a | 0.00 |" in text
     assert "| BattleZone | PPO | 3 | 1.75 | n/a | n/a | n/a | n/a | n/a | 0.00 |" in text
-    assert (tmp_path / "images" / "atari5_profile.png").is_file() and (tmp_path / "images" / "atari5_curves.png").is_file()
+    for image in ("atari5_profile.png", "atari5_curves.png", "atari5_entropy.png"):
+        assert (tmp_path / "images" / image).is_file()
     # with a game short of seeds, no aggregate
     (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
     text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
