@@ -507,40 +507,48 @@ def test_yaml_entries(entry):
     TRPOPlus("MlpPolicy", None, _init_setup_model=False, **kwargs)
 
 
-def _status_table(docs: str) -> dict[str, tuple[str, str, str]]:
-    """docs/zoo.md's table "Which entries are tuned": each entry it names -> (status, run, result) of its row."""
+def _status_table(docs: str) -> dict[str, tuple[str, str, str, str]]:
+    """docs/zoo.md's table "Which entries are tuned": each entry it names -> (status, measured at, run, result)."""
     section = docs.split("## Which entries are tuned", 1)[1].split("\n#", 1)[0]
     rows = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 4 or cells[0] in ("entry", "---"):
+        if len(cells) != 5 or cells[0] in ("entry", "---"):
             continue
         for entry in re.findall(r"`([^`]+)`", cells[0]):
-            rows[entry] = (cells[1], cells[2], cells[3])
+            rows[entry] = (cells[1], cells[2], cells[3], cells[4])
     return rows
 
 
 def test_yaml_status_comments():
     # Every block has a status comment, "# Tuned" or "# Untuned", that docs/zoo.md's table "Which entries are tuned"
     # agrees with: a Tuned block has its row there, marked Tuned, with the command of its recorded run and its
-    # result; a block the table names has the status the table gives it
+    # result; a block the table names has the status the table gives it. Every block with a budget of its own says
+    # what budget it has been measured at (or that it has not been), and so does its row in the table
     rows = _status_table((REPO_ROOT / "docs" / "zoo.md").read_text())
     assert rows, "docs/zoo.md has no table of the tuned entries"
-    statuses = {}
-    status = None
+    statuses, measured = {}, {}
+    status, comment = None, ""
     for line in HYPERPARAMS_PATH.read_text().splitlines():
         if line.startswith(("# Tuned", "# Untuned")):
             status = "Tuned" if line.startswith("# Tuned") else "Untuned"
-        elif line and not line.startswith((" ", "#")):
+        if line.startswith("#"):
+            comment += line
+        elif line and not line.startswith(" "):
             entry = line.split(":", 1)[0]  # the key, without a YAML anchor or alias after it
             assert status is not None, f"no status comment above {entry}"
-            statuses[entry] = status
-            status = None
+            statuses[entry], measured[entry] = status, "Measured at:" in comment
+            status, comment = None, ""
+    for entry in yaml.safe_load(HYPERPARAMS_PATH.read_text()):
+        # a block that is another's alias (`*minatar`) has the measured budget of the block it repeats
+        aliased = re.search(rf"^{re.escape(entry)}: \*", HYPERPARAMS_PATH.read_text(), re.MULTILINE)
+        assert measured[entry] or aliased, f"{entry}: no 'Measured at:' in its comment"
     for entry, status in statuses.items():
         if status == "Tuned":
             assert entry in rows, f"{entry} is marked Tuned but docs/zoo.md's table has no row for it"
         if entry in rows:
-            documented, run, result = rows[entry]
+            documented, budget, run, result = rows[entry]
+            assert budget, f"{entry}: docs/zoo.md does not say what budget it was measured at"
             assert documented.split()[0] == status, f"{entry}: {status} in the YAML, {documented} in docs/zoo.md"
             if status == "Tuned":
                 assert re.search(r"`(python -m|bash) [^`]+`", run), f"{entry}: no command of its run in docs/zoo.md"
