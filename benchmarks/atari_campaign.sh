@@ -23,6 +23,7 @@ SEEDS=(${SEEDS:-0 1 2 3 4})
 ALGOS=(trpo_plus ppo)
 TMP=benchmarks/results/tmp/atari
 LOGS=benchmarks/results/tmp/campaign
+source benchmarks/lanes.sh
 
 lanes=2 commit=0 action=run
 while [ $# -gt 0 ]; do
@@ -36,9 +37,9 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-runs() {  # game algo seed, in campaign order
+runs() {  # GAME:ALGO:SEED, in campaign order
     for seed in "${SEEDS[@]}"; do for game in "${GAMES[@]}"; do for algo in "${ALGOS[@]}"; do
-        echo "$game $algo $seed"
+        echo "$game:$algo:$seed"
     done; done; done
 }
 lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
@@ -50,17 +51,12 @@ progress() {  # steps of the run's latest checkpoint, 0 without one
         | sed 's/.*rl_model_\([0-9]*\)_steps.zip/\1/' | sort -n | tail -1)
     echo "${steps:-0}"
 }
-next_runs() {  # the runs a lane may take next: those with a checkpoint first (furthest first), then campaign order
+queue() {  # the runs a lane may take next: those with a checkpoint first (furthest first), then campaign order
     local i=0
-    while read -r game algo seed; do
-        echo "$(progress "$game" "$algo" "$seed") $i $game $algo $seed"
+    while IFS=: read -r game algo seed; do
+        echo "$(progress "$game" "$algo" "$seed") $i $game:$algo:$seed"
         i=$((i + 1))
-    done < <(runs) | sort -k1,1nr -k2,2n | cut -d' ' -f3-
-}
-
-held() {  # a live lane holds this run
-    local lock=$1.lock
-    [ -d "$lock" ] && kill -0 "$(cat "$lock/pid" 2>/dev/null)" 2>/dev/null
+    done < <(runs) | sort -k1,1nr -k2,2n | cut -d' ' -f3
 }
 
 run_one() {  # game algo seed
@@ -69,46 +65,14 @@ run_one() {  # game algo seed
     mkdir -p "$(workdir "$@")"
     OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.atari --env "$game" --algo "$algo" --seed "$seed" --budget 1e6 \
         --threads 1 --checkpoint-freq 50000 --resume || return 1
-    if [ "$commit" = 1 ]; then
-        for _ in 1 2 3 4 5; do
-            git add "$result" && git commit -q -m "Atari-5: $game $algo seed $seed at 1M steps" -- "$result" && break
-            sleep 7
-        done
-    fi
-}
-
-lane_loop() {
-    local failed=" "  # runs that failed in this lane are not tried again by it (a persistent error must not spin)
-    while true; do
-        local next=""
-        while read -r game algo seed; do
-            [ -f "$(record "$game" "$algo" "$seed")" ] && continue
-            [[ $failed == *" $game:$algo:$seed "* ]] && continue
-            local work; work=$(workdir "$game" "$algo" "$seed")
-            mkdir -p "$(dirname "$work")"
-            held "$work" && continue
-            rm -rf "$work.lock"
-            mkdir "$work.lock" 2>/dev/null || continue  # another lane took it just now
-            echo $$ > "$work.lock/pid"
-            next="$game $algo $seed"
-            break
-        done < <(next_runs)
-        [ -z "$next" ] && { echo "lane $lane: nothing left"; return; }
-        set -- $next
-        echo "lane $lane: $(date -u +%H:%M) $*"
-        run_one "$@" || { echo "lane $lane: $* failed, not retried by this lane"; failed+="$1:$2:$3 "; }
-        rm -rf "$(workdir "$@").lock"
-    done
+    [ "$commit" = 1 ] && commit_record "$result" "Atari-5: $game $algo seed $seed at 1M steps"
+    return 0
 }
 
 case $action in
     status)
-        while read -r game algo seed; do
-            if [ -f "$(record "$game" "$algo" "$seed")" ]; then state=done
-            elif held "$(workdir "$game" "$algo" "$seed")"; then state=running
-            elif [ -f "$(workdir "$game" "$algo" "$seed")/curve.json" ]; then state=started
-            else state=waiting; fi
-            printf '%-8s %-13s %-10s seed %s\n' "$state" "$game" "$algo" "$seed"
+        while IFS=: read -r game algo seed; do
+            printf '%-8s %-13s %-10s seed %s\n' "$(run_state "$game" "$algo" "$seed")" "$game" "$algo" "$seed"
         done < <(runs)
         ;;
     lane) lane_loop ;;

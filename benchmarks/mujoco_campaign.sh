@@ -34,6 +34,7 @@ EVAL_FREQ=${EVAL_FREQ:-50000}
 #: The candidates' overrides (committed with the tuning rule, before their runs)
 CANDIDATES=benchmarks/results/mujoco/tuning
 LOGS=$RESULTS/tmp/campaign
+source benchmarks/lanes.sh
 
 lanes=2 commit=0 action=run tuning="" given=()
 while [ $# -gt 0 ]; do
@@ -76,11 +77,6 @@ results_dir() {  # [candidate]
 record() { echo "$(results_dir "${4:-}")/learning/$1/$2/seed$3.json"; }   # algo env seed [candidate]
 workdir() { echo "$(results_dir "${4:-}")/tmp/learning/$1/$2/seed$3"; }   # (benchmarks.learning's own)
 
-held() {  # a live lane holds this run
-    local lock=$1.lock
-    [ -d "$lock" ] && kill -0 "$(cat "$lock/pid" 2>/dev/null)" 2>/dev/null
-}
-
 run_one() {  # algo env seed [candidate]
     local algo=$1 env=$2 seed=$3 candidate=${4:-} result work params=()
     result=$(record "$@") work=$(workdir "$@")
@@ -93,53 +89,19 @@ run_one() {  # algo env seed [candidate]
     OMP_NUM_THREADS=1 "$PYTHON" -m benchmarks.learning --algos "$algo" --envs "$env" --seeds "$seed" \
         --n-timesteps "$BUDGET" --eval-freq "$EVAL_FREQ" --eval-episodes 10 --n-eval-envs 5 --diagnostics-every 50000 \
         --threads 1 --results-dir "$(results_dir "$candidate")" ${params[@]+--params "${params[@]}"} \
-        >> "$work/train.log" 2>&1 || return 1
+        >> "$work/train.log" 2>&1 || { echo "log: $work/train.log"; return 1; }
     [ -f "$result" ] || return 1
-    if [ "$commit" = 1 ]; then
-        local message="MuJoCo: $algo $env seed $seed${candidate:+ (candidate $candidate)} at $BUDGET steps"
-        for _ in 1 2 3 4 5; do  # (the other lane may be committing at the same moment)
-            git add "$result" && git commit -q -m "$message" -- "$result" && break
-            sleep 7
-        done
-    fi
+    [ "$commit" = 1 ] && commit_record "$result" "MuJoCo: $algo $env seed $seed${candidate:+ (candidate $candidate)} at $BUDGET steps"
+    return 0
 }
 
-lane_loop() {
-    local failed=" "  # runs that failed in this lane are not tried again by it (a persistent error must not spin)
-    while true; do
-        local next=""
-        while IFS=: read -r algo env seed candidate; do
-            [ -f "$(record "$algo" "$env" "$seed" "$candidate")" ] && continue
-            [[ $failed == *" $algo:$env:$seed:$candidate "* ]] && continue
-            local work; work=$(workdir "$algo" "$env" "$seed" "$candidate")
-            mkdir -p "$(dirname "$work")"
-            held "$work" && continue
-            rm -rf "$work.lock"
-            mkdir "$work.lock" 2>/dev/null || continue  # another lane took it just now
-            echo $$ > "$work.lock/pid"
-            next="$algo $env $seed $candidate"
-            break
-        done < <(runs)
-        [ -z "$next" ] && { echo "lane $lane: nothing left"; return; }
-        set -- $next
-        echo "lane $lane: $(date -u +%H:%M) $*"
-        if ! run_one "$@"; then
-            echo "lane $lane: $* failed (log: $(workdir "$@")/train.log), not retried by this lane"
-            failed+="$1:$2:$3:${4:-} "
-        fi
-        rm -rf "$(workdir "$@").lock"
-    done
-}
+queue() { runs; }
 
 case $action in
     status)
         while IFS=: read -r algo env seed candidate; do
-            set -- "$algo" "$env" "$seed" "$candidate"
-            if [ -f "$(record "$@")" ]; then state=done
-            elif held "$(workdir "$@")"; then state=running
-            elif [ -f "$(workdir "$@")/curve.json" ]; then state=started
-            else state=waiting; fi
-            printf '%-8s %-10s %-15s seed %-4s %s\n' "$state" "$algo" "$env" "$seed" "$candidate"
+            printf '%-8s %-10s %-15s seed %-4s %s\n' "$(run_state "$algo" "$env" "$seed" "$candidate")" "$algo" "$env" \
+                "$seed" "$candidate"
         done < <(runs)
         ;;
     lane) lane_loop ;;
