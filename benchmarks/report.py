@@ -20,6 +20,7 @@ One module per section of the page, each read alone:
 - ``report_breakout``: 4. Breakout, the ``atari`` entries over seeds, and the entry's tuning candidates;
 - ``report_minatar``: 5. the MinAtar games normalized by PPO (and 5.1, the entry before);
 - ``report_atari``: 6. Atari-5;
+- ``report_mujoco``: 7. MuJoCo, and the tuning of its entry;
 - shared by them: ``report_common`` (the template, number formats, targets, provenance) and ``report_stats``
   (rliable's seeded intervals, the curves and the performance profile).
 
@@ -37,6 +38,7 @@ from benchmarks.report_breakout import breakout_section, breakout_tuning_section
 from benchmarks.report_common import fill, paragraphs
 from benchmarks.report_learning import learning_section
 from benchmarks.report_minatar import MINATAR_SEEDS, minatar_sections
+from benchmarks.report_mujoco import mujoco_section
 from benchmarks.report_speed import fvp_section, throughput_section
 
 #: ``train_reward_at``: named as ``benchmarks.report.train_reward_at`` by the committed decision rules of the tuning runs
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> str:
         breakout_tuning_section(results_dir),
         *minatar_sections(results_dir, images_dir, docs_dir, args.minatar_seeds),
         atari5_section(results_dir, images_dir, docs_dir),
+        mujoco_section(results_dir, images_dir, docs_dir),
     ]
     page = fill(
         "page",

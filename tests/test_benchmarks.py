@@ -22,6 +22,7 @@ from benchmarks import (
     report_breakout,
     report_common,
     report_minatar,
+    report_mujoco,
     report_speed,
     report_stats,
     throughput,
@@ -642,8 +643,7 @@ def test_atari5_section(tmp_path, monkeypatch):
     assert "P(TRPOPlus > PPO), averaged over the games (rliable): 0.80" in text
     # the targets: Qbert behind; the collapse names the run and what fell short
     assert (
-        "| no game behind | TRPOPlus's IQM at or above the low end of PPO's 95% interval on every game | behind: Qbert | **missed** |"
-        in text
+        "| TRPOPlus's IQM at or above the low end of PPO's 95% interval on every game | behind: Qbert | **missed** |" in text
     )
     assert "runs below: 1 of 15 runs: Phoenix seed 1 (accepted 0.50) | **missed** |" in text
     assert "goal (IQM >= 1.0): **met** (TRPOPlus 2.00); aim (>= 1.1, no game behind): **missed**" in text
@@ -658,3 +658,53 @@ def test_atari5_section(tmp_path, monkeypatch):
     text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     assert "Aggregate and verdict: not yet" in text and "Qbert 2 of 3." in text
     assert "| Qbert | 50.0 | 100 [100, 100] | 150 [150, 150] | 99.0 / 149 | not yet (2 of 3 seeds) | 3 / 2 |" in text
+
+
+def test_mujoco_section(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    tasks = list(report_mujoco.MUJOCO_TASKS)
+    mujoco = tmp_path / "mujoco"
+    mujoco.mkdir()
+    (mujoco / "random.json").write_text(json.dumps({"games": {task: {"mean": 0.0} for task in tasks}}))
+
+    def write(root, algo, task, seed, curve):
+        path = root / "learning" / algo / task / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"algo": algo, "env_id": task, "seed": seed, "curve": {"timesteps": [0, 1, 2, 3], "mean": curve}}
+        path.write_text(json.dumps({**record, "final": {"mean": curve[-1]}}))
+
+    # four seeds of each: not judged yet
+    for task in tasks:
+        for seed in range(4):
+            for algo, score in (("trpo_plus", 110.0), ("trpo", 100.0), ("ppo", 50.0)):
+                write(mujoco, algo, task, seed, [0.0, 0.0, 0.0, score])
+    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| Walker2d-v5 (held out) | 0.0 | 110 [110, 110] | 100 [100, 100] | 50 [50, 50] | not yet (< 5 seeds) |" in text
+    assert "Aggregate and targets: not yet" in text and "Hopper-v5 4 / 4 / 4" in text
+    # the fifth seed: TRPOPlus above both everywhere but Ant, where PPO scores 200 (below that interval)
+    for task in tasks:
+        for algo, score in (("trpo_plus", 110.0), ("trpo", 100.0), ("ppo", 200.0 if task == "Ant-v5" else 50.0)):
+            write(mujoco, algo, task, 4, [0.0, 0.0, 0.0, score])
+            if task == "Ant-v5" and algo == "ppo":
+                for seed in range(4):
+                    write(mujoco, algo, task, seed, [0.0, 0.0, 0.0, score])
+    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| Hopper-v5 | 0.0 | 110 [110, 110] | 100 [100, 100] | 50 [50, 50] | above | above | 5 / 5 / 5 |" in text
+    assert "| Ant-v5 (held out) | 0.0 | 110 [110, 110] | 100 [100, 100] | 200 [200, 200] | above | below | 5 / 5 / 5 |" in text
+    # normalized by the better baseline: 1.1 on four tasks, 0.55 on Ant; the target's ratio is their mean, 0.99
+    assert "below: Ant-v5 (PPO) | **missed** |" in text
+    assert ">= 1.05 | 0.99 | **missed** |" in text
+    assert "| TRPOPlus | 1.10 [1.10, 1.10] |" in text
+    assert (tmp_path / "images" / "mujoco_profile.png").is_file() and (tmp_path / "images" / "mujoco_curves.png").is_file()
+    # the tuning table: the mean of the last 3 evaluations per seed; n against T0 once its 3 seeds are in
+    tuning = mujoco / "tuning"
+    for seed in report_mujoco.TUNING_SEEDS:
+        for task in ("Hopper-v5", "HalfCheetah-v5"):
+            write(tuning / "T0", "trpo_plus", task, seed, [0.0, 90.0, 100.0, 110.0])
+            write(tuning / "T1", "trpo_plus", task, seed, [0.0, 180.0, 200.0, 220.0])
+        if seed != 102:
+            write(tuning / "T0b", "trpo_plus", "HalfCheetah-v5", seed, [0.0, 0.0, 0.0, 30.0])
+    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| T0 | 100: 100, 101: 100, 102: 100 | 1.00 | 100: 100, 101: 100, 102: 100 | 1.00 | 1.00 |" in text
+    assert "| T1 | 100: 200, 101: 200, 102: 200 | 2.00 | 100: 200, 101: 200, 102: 200 | 2.00 | 2.00 |" in text
+    assert "| T0b | not run yet | n/a | 100: 10, 101: 10 | n/a | n/a |" in text
