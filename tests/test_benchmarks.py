@@ -708,3 +708,31 @@ def test_mujoco_section(tmp_path, monkeypatch):
     assert "| T0 | 100: 100, 101: 100, 102: 100 | 1.00 | 100: 100, 101: 100, 102: 100 | 1.00 | 1.00 |" in text
     assert "| T1 | 100: 200, 101: 200, 102: 200 | 2.00 | 100: 200, 101: 200, 102: 200 | 2.00 | 2.00 |" in text
     assert "| T0b | not run yet | n/a | 100: 10, 101: 10 | n/a | n/a |" in text
+
+
+def test_keep_learning_screen(tmp_path):
+    from benchmarks.experiments import keep_learning
+
+    steps = [0, *range(100_000, 1_000_001, 100_000), 1_001_472]
+
+    def write(name, means, accepted, entropy, closed=False):
+        path = tmp_path / name / "atari" / "breakout" / "trpo_plus" / "seed100.json"
+        path.parent.mkdir(parents=True)
+        # bins of 50k: the last 200k are the bins ending after 800k (four of 25 updates, and the last update alone)
+        ends = [*range(50_000, 1_000_001, 50_000), 1_050_000]
+        diagnostics = {"bin_end": ends, "n_updates": [25] * 20 + [1]}
+        diagnostics["train/is_line_search_success"] = [1.0] * 16 + [accepted] * 4 + [0.0 if closed else accepted]
+        diagnostics["train/entropy"] = [1.0] * 16 + [entropy] * 5
+        record = {"n_timesteps": 1_000_000, "curve": {"timesteps": steps, "mean": means}, "diagnostics": diagnostics}
+        record.update(final={"mean": means[-1]}, late={"mean": float(np.mean(means[-3:]))})
+        record["last_update"] = {"failure_reason": "closed_trust_region" if closed else None}
+        path.write_text(json.dumps(record))
+
+    # the entry flattens (400-600k: 10, 800k-final: 10), K1 keeps rising; K1's last update was closed by its schedule:
+    # logged as not accepted, it is left out, so 100 of its 100 line searches were accepted
+    write("entry", [0, 2, 4, 8, 10, 10, 10, 10, 10, 10, 10, 10], accepted=0.8, entropy=0.2)
+    write("K1", [0, 2, 4, 8, 10, 10, 10, 12, 14, 16, 18, 18], accepted=1.0, entropy=0.5, closed=True)
+    rows = keep_learning.table(["K1"], [100], tmp_path).splitlines()
+    assert rows[2] == "| entry | 100 | 10.0 (10.0) | 10.0 -> 10.0 | 0.80 | 0.20 | reference | fail | fail |"
+    assert rows[3] == "| K1 | 100 | 17.3 (10.0) | 10.0 -> 16.0 | 1.00 | 0.50 | pass | pass | pass |"
+    assert keep_learning.table(["K2"], [100], tmp_path).splitlines()[3].startswith("| K2 | 100 | not finished |")
