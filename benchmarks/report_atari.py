@@ -22,7 +22,7 @@ from benchmarks.report_stats import (
     finish_axes,
     interval_estimates,
     metrics_iqm,
-    plot_mean_curves,
+    plot_curve_panels,
     plot_performance_profile,
     pyplot,
     save_figure,
@@ -110,11 +110,6 @@ def atari5_median_estimate(human_normalized_scores: dict[str, float]) -> float:
     return (10**log_score - 1) / 100
 
 
-def _place(plus: Interval, reference: Interval) -> int:
-    """1 when TRPOPlus's IQM is above the reference's interval, -1 below it, 0 inside."""
-    return 1 if plus.point > reference.high else -1 if plus.point < reference.low else 0
-
-
 def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
     """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
     diagnostics = record.get("diagnostics") or {}
@@ -165,21 +160,6 @@ def atari_diagnostics_rows(runs: dict[str, dict[str, dict[int, dict[str, Any]]]]
                 )
             )
     return "\n".join(rows)
-
-
-def plot_atari_curves(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path) -> None:
-    """A panel per game: one line per algorithm, the mean evaluation return over seeds with its 95% bootstrap band."""
-    plt = pyplot()
-    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
-    for ax, (game, by_algo) in zip(axes.flat, runs.items()):
-        plot_mean_curves(ax, {algo: list(records.values()) for algo, records in by_algo.items()})
-        finish_axes(ax, game, 7, ylabel="return")
-        if not ax.lines:
-            ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
-    for ax in list(axes.flat)[len(runs) :]:
-        ax.axis("off")
-    fig.suptitle("Atari-5, 1M steps: evaluation return (mean over seeds, 95% bootstrap CI)", fontsize=10)
-    save_figure(fig, path)
 
 
 def score_text(score: "Interval | float") -> str:
@@ -328,7 +308,7 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
             paired_estimates = interval_estimates(
                 {algo: np.array([by_algo[algo][s]["final"]["mean"] for s in paired]) for algo in ATARI_ALGOS}
             )
-            place = places[game] = _place(paired_estimates[plus_algo]["iqm"], paired_estimates[reference]["iqm"])
+            place = places[game] = paired_estimates[plus_algo]["iqm"].place(paired_estimates[reference]["iqm"])
         rows.append(
             fill(
                 "atari5.row",
@@ -341,7 +321,11 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
             )
         )
     image = images_dir / "atari5_curves.png"
-    plot_atari_curves(runs, image)
+    plot_curve_panels(
+        {game: {algo: list(records.values()) for algo, records in by_algo.items()} for game, by_algo in runs.items()},
+        image,
+        "Atari-5, 1M steps: evaluation return (mean over seeds, 95% bootstrap CI)",
+    )
     parts = [
         fill(
             "atari5",

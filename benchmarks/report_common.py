@@ -69,6 +69,10 @@ class Interval(NamedTuple):
     def overlaps(self, other: "Interval") -> bool:
         return bool(self.low <= other.high and other.low <= self.high)
 
+    def place(self, reference: "Interval") -> int:
+        """1 when this point estimate is above the reference's interval, -1 below it, 0 inside it."""
+        return 1 if self.point > reference.high else -1 if self.point < reference.low else 0
+
     def ratio_to(self, other: "Interval") -> float:
         """The ratio of the point estimates (NaN against 0)."""
         return self.point / other.point if other.point else float("nan")

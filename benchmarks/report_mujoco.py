@@ -15,12 +15,9 @@ from benchmarks.report_learning import load_learning
 from benchmarks.report_stats import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
-    finish_axes,
     interval_estimates,
-    plot_mean_curves,
+    plot_curve_panels,
     plot_performance_profile,
-    pyplot,
-    save_figure,
 )
 
 #: The tasks, in the page's order, and whether each was held out of the tuning (tuning_rule.md)
@@ -40,6 +37,8 @@ MUJOCO_TARGET_RATIO = 1.05
 TUNING_CANDIDATES = ("T0", "T1", "T2", "T0b", "T3")
 TUNING_SEEDS = (100, 101, 102)
 TUNING_LAST_EVALUATIONS = 3
+#: Where TRPOPlus's IQM sits against a baseline's 95% interval (``Interval.place``)
+PLACE = {1: "above", 0: "inside", -1: "below"}
 
 
 def last_evaluations_mean(record: dict[str, Any], count: int = TUNING_LAST_EVALUATIONS) -> float:
@@ -49,25 +48,6 @@ def last_evaluations_mean(record: dict[str, Any], count: int = TUNING_LAST_EVALU
 
 def task_label(task: str) -> str:
     return f"{task} (held out)" if MUJOCO_TASKS[task] else task
-
-
-def plot_mujoco_curves(runs: dict[str, dict[str, list[dict[str, Any]]]], path: Path) -> None:
-    """A panel per task: one line per algorithm, the mean evaluation return over seeds with its 95% bootstrap band."""
-    plt = pyplot()
-    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
-    for ax, task in zip(axes.flat, MUJOCO_TASKS):
-        plot_mean_curves(ax, {algo: runs.get(task, {}).get(algo, []) for algo in MUJOCO_ALGOS})
-        finish_axes(ax, task_label(task), 7, ylabel="return")
-        if not ax.lines:
-            ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
-    for ax in list(axes.flat)[len(MUJOCO_TASKS) :]:
-        ax.axis("off")
-    fig.suptitle("MuJoCo, 1M steps: deterministic evaluation return (mean over seeds, 95% bootstrap CI)", fontsize=10)
-    save_figure(fig, path)
-
-
-def _against(plus: Interval, baseline: Interval) -> str:
-    return "above" if plus.point > baseline.high else "below" if plus.point < baseline.low else "inside"
 
 
 def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
@@ -86,7 +66,7 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         judged = all(len(by_algo[algo]) >= MUJOCO_MIN_SEEDS for algo in MUJOCO_ALGOS)
         complete &= judged
         if judged:
-            places[task] = {base: _against(estimates["trpo_plus"], estimates[base]) for base in MUJOCO_ALGOS[1:]}
+            places[task] = {base: PLACE[estimates["trpo_plus"].place(estimates[base])] for base in MUJOCO_ALGOS[1:]}
         rows.append(
             fill(
                 "mujoco.row",
@@ -101,7 +81,11 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
             )
         )
     image = images_dir / "mujoco_curves.png"
-    plot_mujoco_curves(runs, image)
+    plot_curve_panels(
+        {task_label(task): by_algo for task, by_algo in runs.items()},
+        image,
+        "MuJoCo, 1M steps: deterministic evaluation return (mean over seeds, 95% bootstrap CI)",
+    )
     parts = [
         fill(
             "mujoco",

@@ -122,6 +122,21 @@ def plot_mean_curves(
             ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
 
 
+def plot_curve_panels(panels: dict[str, dict[str, list[dict[str, Any]]]], path: Path, title: str) -> None:
+    """A 2x3 grid, a panel per title: one line per algorithm, its mean curve over seeds with a 95% bootstrap band."""
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
+    for ax, (panel, by_algo) in zip(axes.flat, panels.items()):
+        plot_mean_curves(ax, by_algo)
+        finish_axes(ax, panel, 7, ylabel="return")
+        if not ax.lines:
+            ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=10)
+    save_figure(fig, path)
+
+
 def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Path) -> None:
     """Mean evaluation return over seeds against steps, with a 95% bootstrap interval of the mean."""
     fig, ax = pyplot().subplots(figsize=(6.4, 4.0))
