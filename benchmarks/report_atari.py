@@ -14,7 +14,18 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import ALGO_LABELS
-from benchmarks.report_common import NOT_RUN, VERDICT, Interval, Shown, fill, fill_each, image_link, paragraphs, read_json
+from benchmarks.report_common import (
+    NOT_RUN,
+    PLACE,
+    VERDICT,
+    Interval,
+    Shown,
+    fill,
+    fill_each,
+    image_link,
+    paragraphs,
+    read_json,
+)
 from benchmarks.report_stats import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
@@ -78,8 +89,6 @@ ATARI_DIAGNOSTICS = {
 #: ``ATARI_CAP_MARGIN`` frames of the cap was cut by it, not ended by play
 ATARI_FRAME_CAP = 108_000
 ATARI_CAP_MARGIN = 100
-#: Words of a game's verdict: TRPOPlus's IQM above PPO's interval, inside it, below it
-PLACE = {1: "ahead", 0: "level", -1: "behind"}
 
 
 # --- Atari-5: the atari entry on five games it was not tuned on ------------------------------------------------------

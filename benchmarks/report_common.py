@@ -56,6 +56,10 @@ def sentences(*parts: str) -> str:
     return " ".join(part for part in parts if part)
 
 
+#: Words for ``Interval.place``: where an estimate sits against a reference's interval
+PLACE = {1: "ahead", 0: "level", -1: "behind"}
+
+
 class Interval(NamedTuple):
     """A point estimate and its 95% interval; formatted as ``point [low, high]`` (``{iqm:.1f}``)."""
 

@@ -10,7 +10,18 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import ALGO_LABELS
-from benchmarks.report_common import NOT_RUN, VERDICT, Interval, Shown, fill, fill_each, image_link, paragraphs, read_json
+from benchmarks.report_common import (
+    NOT_RUN,
+    PLACE,
+    VERDICT,
+    Interval,
+    Shown,
+    fill,
+    fill_each,
+    image_link,
+    paragraphs,
+    read_json,
+)
 from benchmarks.report_learning import load_learning
 from benchmarks.report_stats import (
     BOOTSTRAP_REPS,
@@ -37,8 +48,6 @@ MUJOCO_TARGET_RATIO = 1.05
 TUNING_CANDIDATES = ("T0", "T1", "T2", "T0b", "T3")
 TUNING_SEEDS = (100, 101, 102)
 TUNING_LAST_EVALUATIONS = 3
-#: Where TRPOPlus's IQM sits against a baseline's 95% interval (``Interval.place``)
-PLACE = {1: "above", 0: "inside", -1: "below"}
 
 
 def last_evaluations_mean(record: dict[str, Any], count: int = TUNING_LAST_EVALUATIONS) -> float:
@@ -66,7 +75,7 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         judged = all(len(by_algo[algo]) >= MUJOCO_MIN_SEEDS for algo in MUJOCO_ALGOS)
         complete &= judged
         if judged:
-            places[task] = {base: PLACE[estimates["trpo_plus"].place(estimates[base])] for base in MUJOCO_ALGOS[1:]}
+            places[task] = {base: estimates["trpo_plus"].place(estimates[base]) for base in MUJOCO_ALGOS[1:]}
         rows.append(
             fill(
                 "mujoco.row",
@@ -74,7 +83,7 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
                 random=Shown(random_scores.get(task, {}).get("mean")),
                 **{algo: f"{estimates[algo]:.0f}" if algo in estimates else NOT_RUN for algo in MUJOCO_ALGOS},
                 **{
-                    f"against_{base}": places[task][base] if judged else f"not yet (< {MUJOCO_MIN_SEEDS} seeds)"
+                    f"against_{base}": PLACE[places[task][base]] if judged else f"not yet (< {MUJOCO_MIN_SEEDS} seeds)"
                     for base in MUJOCO_ALGOS[1:]
                 },
                 counts=" / ".join(str(len(by_algo[algo])) for algo in MUJOCO_ALGOS),
@@ -110,7 +119,7 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
 def aggregate_text(
     runs: dict[str, dict[str, list[dict[str, Any]]]],
     iqms: dict[str, dict[str, Interval]],
-    places: dict[str, dict[str, str]],
+    places: dict[str, dict[str, int]],
     random_scores: dict[str, Any],
     images_dir: Path,
     docs_dir: Path,
@@ -134,7 +143,7 @@ def aggregate_text(
         normalized, profile, "MuJoCo: performance profile (all runs of the five tasks)", "better baseline's IQM"
     )
     ratio = float(np.mean([iqms[task]["trpo_plus"].point / best[task] for task in MUJOCO_TASKS]))
-    behind = [f"{task} ({ALGO_LABELS[b]})" for task, place in places.items() for b, where in place.items() if where == "below"]
+    behind = [f"{task} ({ALGO_LABELS[b]})" for task, place in places.items() for b, where in place.items() if where < 0]
     return fill(
         "mujoco.aggregate",
         n_seeds=MUJOCO_MIN_SEEDS,

@@ -689,10 +689,12 @@ def test_mujoco_section(tmp_path, monkeypatch):
                 for seed in range(4):
                     write(mujoco, algo, task, seed, [0.0, 0.0, 0.0, score])
     text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
-    assert "| Hopper-v5 | 0.0 | 110 [110, 110] | 100 [100, 100] | 50 [50, 50] | above | above | 5 / 5 / 5 |" in text
-    assert "| Ant-v5 (held out) | 0.0 | 110 [110, 110] | 100 [100, 100] | 200 [200, 200] | above | below | 5 / 5 / 5 |" in text
+    assert "| Hopper-v5 | 0.0 | 110 [110, 110] | 100 [100, 100] | 50 [50, 50] | ahead | ahead | 5 / 5 / 5 |" in text
+    assert (
+        "| Ant-v5 (held out) | 0.0 | 110 [110, 110] | 100 [100, 100] | 200 [200, 200] | ahead | behind | 5 / 5 / 5 |" in text
+    )
     # normalized by the better baseline: 1.1 on four tasks, 0.55 on Ant; the target's ratio is their mean, 0.99
-    assert "below: Ant-v5 (PPO) | **missed** |" in text
+    assert "behind: Ant-v5 (PPO) | **missed** |" in text
     assert ">= 1.05 | 0.99 | **missed** |" in text
     assert "| TRPOPlus | 1.10 [1.10, 1.10] |" in text
     assert (tmp_path / "images" / "mujoco_profile.png").is_file() and (tmp_path / "images" / "mujoco_curves.png").is_file()
