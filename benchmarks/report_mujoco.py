@@ -157,10 +157,11 @@ def aggregate_text(
     )
 
 
-def tuning_text(tuning_dir: Path, random_scores: dict[str, Any]) -> str:
+def tuning_scores(tuning_dir: Path, random_scores: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """
-    The tuning rule's table: per candidate and tuning task, each seed's score (the mean of its last 3 evaluations),
-    and once the three seeds are in, the normalized score of rule 3 (random = 0, T0 = 1) and the aggregate of rule 4.
+    Rules 1-4 of the tuning rule, per candidate that has a run: ``scores[task]`` (each seed's mean of its last 3
+    evaluations), ``n[task]`` (rule 3, random = 0 and T0 = 1, once both have their three seeds, else None) and
+    ``aggregate`` (rule 4, over the tasks the candidate runs on; T0b: HalfCheetah only).
     """
     tasks = [task for task, held_out in MUJOCO_TASKS.items() if not held_out]
     scores: dict[str, dict[str, dict[int, float]]] = {}
@@ -174,25 +175,37 @@ def tuning_text(tuning_dir: Path, random_scores: dict[str, Any]) -> str:
         by_seed = scores[candidate][task]
         return float(np.mean([by_seed[s] for s in TUNING_SEEDS])) if all(s in by_seed for s in TUNING_SEEDS) else None
 
-    rows = []
+    result = {}
     for candidate in TUNING_CANDIDATES:
         if not any(scores[candidate].values()):
             continue
-        cells, normalized = {}, []
-        for i, task in enumerate(tasks):
-            by_seed = scores[candidate][task]
-            cells[f"task{i}"] = ", ".join(f"{s}: {by_seed[s]:.0f}" for s in TUNING_SEEDS if s in by_seed) or NOT_RUN
+        normalized: dict[str, float | None] = {}
+        for task in tasks:
             score, reference = mean(candidate, task), mean("T0", task)
             random_score = random_scores.get(task, {}).get("mean")
-            n = None
+            normalized[task] = None
             if score is not None and reference is not None and random_score is not None:
-                n = (score - random_score) / (reference - random_score)
-            cells[f"n{i}"] = Shown(n)
-            normalized.append(n)
-        # rule 4 over the tasks the candidate runs on (T0b: HalfCheetah only), once each has its three seeds
-        ran = [n for n, task in zip(normalized, tasks) if scores[candidate][task]]
+                normalized[task] = (score - random_score) / (reference - random_score)
+        ran = [normalized[task] for task in tasks if scores[candidate][task]]
         aggregate = float(np.mean(ran)) if None not in ran else None
-        rows.append(fill("mujoco.tuning.row", candidate=candidate, aggregate=Shown(aggregate), **cells))
+        result[candidate] = {"scores": scores[candidate], "n": normalized, "aggregate": aggregate}
+    return result
+
+
+def tuning_text(tuning_dir: Path, random_scores: dict[str, Any]) -> str:
+    """
+    The tuning rule's table: per candidate and tuning task, each seed's score (the mean of its last 3 evaluations),
+    and once the three seeds are in, the normalized score of rule 3 (random = 0, T0 = 1) and the aggregate of rule 4.
+    """
+    tasks = [task for task, held_out in MUJOCO_TASKS.items() if not held_out]
+    rows = []
+    for candidate, result in tuning_scores(tuning_dir, random_scores).items():
+        cells = {}
+        for i, task in enumerate(tasks):
+            by_seed = result["scores"][task]
+            cells[f"task{i}"] = ", ".join(f"{s}: {by_seed[s]:.0f}" for s in TUNING_SEEDS if s in by_seed) or NOT_RUN
+            cells[f"n{i}"] = Shown(result["n"][task])
+        rows.append(fill("mujoco.tuning.row", candidate=candidate, aggregate=Shown(result["aggregate"]), **cells))
     return fill(
         "mujoco.tuning",
         task0=tasks[0],

@@ -738,3 +738,41 @@ def test_keep_learning_screen(tmp_path):
     assert rows[2] == "| entry | 100 | 10.0 (10.0) | 10.0 -> 10.0 | 0.80 | 0.20 | reference | fail | fail |"
     assert rows[3] == "| K1 | 100 | 17.3 (10.0) | 10.0 -> 16.0 | 1.00 | 0.50 | pass | pass | pass |"
     assert keep_learning.table(["K2"], [100], tmp_path).splitlines()[3].startswith("| K2 | 100 | not finished |")
+
+
+def test_mujoco_tuning_decision(tmp_path):
+    from benchmarks.experiments import mujoco_tuning
+
+    (tmp_path / "random.json").write_text(
+        json.dumps({"games": {"Hopper-v5": {"mean": 0.0}, "HalfCheetah-v5": {"mean": -100.0}}})
+    )
+
+    def write(candidate, task, seed, last, target_kl=(0.01, 0.01)):
+        path = tmp_path / candidate / "learning" / "trpo_plus" / task / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"algo": "trpo_plus", "env_id": task, "seed": seed, "curve": {"timesteps": [0, 1, 2, 3], "mean": last}}
+        record["diagnostics"] = {"train/target_kl": list(target_kl)}
+        path.write_text(json.dumps(record))
+
+    for seed in (100, 101, 102):
+        write("T0", "Hopper-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        write("T0", "HalfCheetah-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        # T1: 1.2 on Hopper, 1.0 on HalfCheetah (random -100): aggregate 1.1, passes
+        write("T1", "Hopper-v5", seed, [0.0, 120.0, 120.0, 120.0])
+        write("T1", "HalfCheetah-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        # T2 scores as T1 but its callback never moved target_kl: it is T0
+        write("T2", "Hopper-v5", seed, [0.0, 120.0, 120.0, 120.0])
+        write("T2", "HalfCheetah-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        # T0b: (80 + 100) / 200 = 0.9 on HalfCheetah, under 0.95
+        write("T0b", "HalfCheetah-v5", seed, [0.0, 80.0, 80.0, 80.0])
+    result = mujoco_tuning.decide(tmp_path, tmp_path / "random.json")
+    assert (result["T1 passes"], result["T2 acted"], result["T2 passes"], result["T0b passes"]) == (True, False, False, False)
+    assert result["scores"]["T1"]["aggregate"] == pytest.approx(1.1)
+    assert result["scores"]["T0b"]["n"]["HalfCheetah-v5"] == pytest.approx(0.9)
+    # one bin under the first value: the callback acted, and T2 passes as T1 does
+    write("T2", "Hopper-v5", 101, [0.0, 120.0, 120.0, 120.0], target_kl=(0.01, 0.008))
+    result = mujoco_tuning.decide(tmp_path, tmp_path / "random.json")
+    assert (result["T2 acted"], result["T2 passes"]) == (True, True)
+    # a missing run leaves the verdicts open
+    (tmp_path / "T1" / "learning" / "trpo_plus" / "Hopper-v5" / "seed102.json").unlink()
+    assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["T1 passes"] is None
