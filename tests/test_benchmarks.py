@@ -776,3 +776,35 @@ def test_mujoco_tuning_decision(tmp_path):
     # a missing run leaves the verdicts open
     (tmp_path / "T1" / "learning" / "trpo_plus" / "Hopper-v5" / "seed102.json").unlink()
     assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["T1 passes"] is None
+
+
+def test_keep_learning_minatar(tmp_path):
+    from benchmarks.experiments import keep_learning
+
+    steps = [*range(0, 5_000_001, 250_000), 5_000_192]
+
+    def write(algo, game, means, entropy, accepted=1.0):
+        path = tmp_path / "learning" / algo / f"MinAtar-{game}-v1" / "seed100.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # bins of 250k: the last 500k are the last two
+        diagnostics = {"bin_end": list(range(250_000, 5_000_001, 250_000)), "n_updates": [10] * 20}
+        if algo == "ppo":
+            diagnostics["train/entropy_loss"] = [-entropy] * 20
+        else:
+            diagnostics["train/entropy"] = [1.0] * 18 + [entropy] * 2
+            diagnostics["train/is_line_search_success"] = [1.0] * 18 + [accepted] * 2
+        record = {"algo": algo, "n_timesteps": 5_000_000, "curve": {"timesteps": steps, "mean": means}}
+        path.write_text(json.dumps({**record, "diagnostics": diagnostics}))
+
+    rising = [float(i) for i in range(len(steps))]  # 8 at 2M, 11 at 2.5-3M, 20 at the end
+    flat = [*rising[:9], *[8.0] * 13]  # at 2M's 8 from there on
+    write("trpo_plus", "SpaceInvaders", rising, entropy=0.5)
+    write("ppo", "SpaceInvaders", rising, entropy=1.0)
+    write("trpo_plus", "Breakout", flat, entropy=0.2)  # under 0.25 x PPO's 1.0
+    write("ppo", "Breakout", rising, entropy=1.0)
+    write("trpo_plus", "Asterix", rising, entropy=0.5, accepted=0.5)  # no PPO run yet: the line search decides
+    rows = keep_learning.minatar_table(100, tmp_path).splitlines()
+    assert rows[2] == "| SpaceInvaders | 8.0 | 11.0 | 20.0 | no | 1.00 | 0.50 (1.00) | no | 20.0 |"
+    assert rows[3] == "| Breakout | 8.0 | 8.0 | 8.0 | yes | 1.00 | 0.20 (1.00) | yes | 20.0 |"
+    assert rows[4] == "| Asterix | 8.0 | 11.0 | 20.0 | no | 0.50 | 0.50 (n/a) | yes | not finished |"
+    assert rows[5].startswith("| Freeway | not finished |")

@@ -12,6 +12,13 @@ Records: ``benchmarks/results/keep_learning/<NAME>/atari/breakout/trpo_plus/seed
 --results-dir benchmarks/results/keep_learning/<NAME>``)::
 
     python -m benchmarks.experiments.keep_learning --candidates K1 --seeds 100
+
+``--minatar`` reads the runs of ``minatar_rule.md`` instead: the MinAtar entry and PPO at 5M steps on a tuning seed
+(``keep_learning/minatar/learning/ALGO/MinAtar-GAME-v1/seed<S>.json``), per game whether TRPOPlus's run flattens (its
+last 3 evaluations not above its evaluation at 2M, or not above its mean at 2.5M-3M) or collapses (over its last 500k
+steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's)::
+
+    python -m benchmarks.experiments.keep_learning --minatar --seeds 100
 """
 
 import argparse
@@ -22,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import RESULTS_DIR
+from benchmarks.report_atari import ATARI_DIAGNOSTICS, late_diagnostic
 
 SCREEN_DIR = RESULTS_DIR / "keep_learning"
 REFERENCE = "entry"
@@ -102,13 +110,66 @@ def table(candidates: list[str], seeds: list[int], screen_dir: Path = SCREEN_DIR
     return "\n".join(lines)
 
 
+MINATAR_DIR = SCREEN_DIR / "minatar"
+MINATAR_GAMES = ("SpaceInvaders", "Breakout", "Asterix", "Freeway", "Seaquest")
+MINATAR_AT_2M = 2_000_000
+MINATAR_MIDDLE_STEPS = (2_500_000, 2_750_000, 3_000_000)
+MINATAR_WINDOW = 500_000
+MIN_ENTROPY_SHARE = 0.25
+
+
+def minatar_late(record: dict[str, Any], column: str) -> float | None:
+    """The algorithm's ``column`` of ``ATARI_DIAGNOSTICS`` (entropy, accepted, ...) over the last 500k steps."""
+    key, sign = ATARI_DIAGNOSTICS[record["algo"]][column]
+    value = late_diagnostic(record, key, MINATAR_WINDOW)
+    return None if value is None else sign * value
+
+
+def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
+    """Per game, TRPOPlus's 5M run on ``seed`` read by the two tests of ``minatar_rule.md``, beside PPO's."""
+    mark = {True: "yes", False: "no", None: "n/a"}
+    lines = [
+        "| game | TRPOPlus at 2M | at 2.5-3M | last 3 | flattens | accepted, last 500k | entropy, last 500k "
+        "(PPO's) | collapses | PPO last 3 |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |",
+    ]
+    for game in MINATAR_GAMES:
+        runs = {}
+        for algo in ("trpo_plus", "ppo"):
+            path = minatar_dir / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+            runs[algo] = json.loads(path.read_text()) if path.is_file() else None
+        record, ppo = runs["trpo_plus"], runs["ppo"]
+        if record is None:
+            lines.append(f"| {game} | not finished | | | | | | | |")
+            continue
+        at_2m = evaluation_at(record, MINATAR_AT_2M)
+        middle = float(np.mean([evaluation_at(record, s) for s in MINATAR_MIDDLE_STEPS]))
+        late = float(np.mean(record["curve"]["mean"][-3:]))
+        accepted, entropy = minatar_late(record, "accepted"), minatar_late(record, "entropy")
+        ppo_entropy = minatar_late(ppo, "entropy") if ppo else None
+        collapses = accepted < MIN_ACCEPTANCE or (
+            entropy < MIN_ENTROPY_SHARE * ppo_entropy if ppo_entropy is not None else None
+        )
+        ppo_late = f"{np.mean(ppo['curve']['mean'][-3:]):.1f}" if ppo else "not finished"
+        lines.append(
+            f"| {game} | {at_2m:.1f} | {middle:.1f} | {late:.1f} | {mark[late <= at_2m or late <= middle]} | "
+            f"{accepted:.2f} | {entropy:.2f} ({'n/a' if ppo_entropy is None else f'{ppo_entropy:.2f}'}) | "
+            f"{mark[collapses]} | {ppo_late} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", nargs="+", default=["K1"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[100, 101, 102])
     parser.add_argument("--screen-dir", default=str(SCREEN_DIR))
+    parser.add_argument("--minatar", action="store_true", help="read the MinAtar runs of minatar_rule.md")
     args = parser.parse_args(argv)
-    text = table(args.candidates, args.seeds, Path(args.screen_dir))
+    if args.minatar:
+        text = "\n\n".join(minatar_table(seed, Path(args.screen_dir) / "minatar") for seed in args.seeds)
+    else:
+        text = table(args.candidates, args.seeds, Path(args.screen_dir))
     print(text)
     return text
 
