@@ -4,6 +4,7 @@ five v5 locomotion tasks (``mujoco/learning/<algo>/<task>/seed<k>.json``, from `
 the tuning runs of TRPOPlus's entry (``mujoco/tuning/<candidate>/learning/...``, ``mujoco/tuning_rule.md``).
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,18 +158,20 @@ def aggregate_text(
     )
 
 
-def tuning_scores(tuning_dir: Path, random_scores: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def tuning_scores(
+    tuning_dir: Path, random_scores: dict[str, Any], run_score: Callable[[dict[str, Any]], float] = last_evaluations_mean
+) -> dict[str, dict[str, Any]]:
     """
-    Rules 1-4 of the tuning rule, per candidate that has a run: ``scores[task]`` (each seed's mean of its last 3
-    evaluations), ``n[task]`` (rule 3, random = 0 and T0 = 1, once both have their three seeds, else None) and
-    ``aggregate`` (rule 4, over the tasks the candidate runs on; T0b: HalfCheetah only).
+    Rules 1-4 of the tuning rule, per candidate that has a run: ``scores[task]`` (each seed's ``run_score``, by
+    default the mean of its last 3 evaluations), ``n[task]`` (rule 3, random = 0 and T0 = 1, once both have their
+    three seeds, else None) and ``aggregate`` (rule 4, over the tasks the candidate runs on; T0b: HalfCheetah only).
     """
     tasks = [task for task, held_out in MUJOCO_TASKS.items() if not held_out]
     scores: dict[str, dict[str, dict[int, float]]] = {}
     for candidate in TUNING_CANDIDATES:
         loaded = load_learning(tuning_dir / candidate)
         scores[candidate] = {
-            task: {r["seed"]: last_evaluations_mean(r) for r in loaded.get(task, {}).get("trpo_plus", [])} for task in tasks
+            task: {r["seed"]: run_score(r) for r in loaded.get(task, {}).get("trpo_plus", [])} for task in tasks
         }
 
     def mean(candidate: str, task: str) -> float | None:

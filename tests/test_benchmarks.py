@@ -750,32 +750,40 @@ def test_mujoco_tuning_decision(tmp_path):
     def write(candidate, task, seed, last, target_kl=(0.01, 0.01)):
         path = tmp_path / candidate / "learning" / "trpo_plus" / task / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"algo": "trpo_plus", "env_id": task, "seed": seed, "curve": {"timesteps": [0, 1, 2, 3], "mean": last}}
+        curve = {"timesteps": [900_000, 950_000, 1_000_000, 1_001_472], "mean": last}
+        record = {"algo": "trpo_plus", "env_id": task, "seed": seed, "curve": curve}
         record["diagnostics"] = {"train/target_kl": list(target_kl)}
         path.write_text(json.dumps(record))
 
     for seed in (100, 101, 102):
-        write("T0", "Hopper-v5", seed, [0.0, 100.0, 100.0, 100.0])
-        write("T0", "HalfCheetah-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        write("T0", "Hopper-v5", seed, [100.0] * 4)
+        write("T0", "HalfCheetah-v5", seed, [100.0] * 4)
         # T1: 1.2 on Hopper, 1.0 on HalfCheetah (random -100): aggregate 1.1, passes
-        write("T1", "Hopper-v5", seed, [0.0, 120.0, 120.0, 120.0])
-        write("T1", "HalfCheetah-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        write("T1", "Hopper-v5", seed, [120.0] * 4)
+        write("T1", "HalfCheetah-v5", seed, [100.0] * 4)
         # T2 scores as T1 but its callback never moved target_kl: it is T0
-        write("T2", "Hopper-v5", seed, [0.0, 120.0, 120.0, 120.0])
-        write("T2", "HalfCheetah-v5", seed, [0.0, 100.0, 100.0, 100.0])
+        write("T2", "Hopper-v5", seed, [120.0] * 4)
+        write("T2", "HalfCheetah-v5", seed, [100.0] * 4)
         # T0b: (80 + 100) / 200 = 0.9 on HalfCheetah, under 0.95
-        write("T0b", "HalfCheetah-v5", seed, [0.0, 80.0, 80.0, 80.0])
+        write("T0b", "HalfCheetah-v5", seed, [80.0] * 4)
     result = mujoco_tuning.decide(tmp_path, tmp_path / "random.json")
     assert (result["T1 passes"], result["T2 acted"], result["T2 passes"], result["T0b passes"]) == (True, False, False, False)
     assert result["scores"]["T1"]["aggregate"] == pytest.approx(1.1)
     assert result["scores"]["T0b"]["n"]["HalfCheetah-v5"] == pytest.approx(0.9)
     # one bin under the first value: the callback acted, and T2 passes as T1 does
-    write("T2", "Hopper-v5", 101, [0.0, 120.0, 120.0, 120.0], target_kl=(0.01, 0.008))
+    write("T2", "Hopper-v5", 101, [120.0] * 4, target_kl=(0.01, 0.008))
     result = mujoco_tuning.decide(tmp_path, tmp_path / "random.json")
     assert (result["T2 acted"], result["T2 passes"]) == (True, True)
     # a missing run leaves the verdicts open
     (tmp_path / "T1" / "learning" / "trpo_plus" / "Hopper-v5" / "seed102.json").unlink()
     assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["T1 passes"] is None
+
+    # the steps that rule 1 names (900k, 950k, 1M) against the last three evaluations (950k, 1M, after training)
+    for seed in (100, 101, 102):
+        write("T1", "Hopper-v5", seed, [100.0, 100.0, 130.0, 130.0])
+    named = mujoco_tuning.decide(tmp_path, tmp_path / "random.json", run_score=mujoco_tuning.named_steps_mean)
+    assert named["scores"]["T1"]["n"]["Hopper-v5"] == pytest.approx(110 / 100)
+    assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["scores"]["T1"]["n"]["Hopper-v5"] == pytest.approx(1.2)
 
 
 def test_keep_learning_minatar(tmp_path):

@@ -1,7 +1,8 @@
 """
 The decision of ``benchmarks/results/mujoco/tuning_rule.md`` (issue 55, rules 5 and 6), from the scores of rules 1-4
 as the report computes them (``report_mujoco.tuning_scores``: a run's score is the mean of its last three
-evaluations, the final one included), printed for ``tuning/decision.md``:
+evaluations: at 950k and 1M steps and the one after training, at 1,001,472), printed for ``tuning/decision.md``,
+with the verdicts that the evaluations at the steps the rule names (900k, 950k and 1M) give beside them:
 
 - a feature (T1: the entropy bonus and its decay; T2: the adaptive trust region) passes at an aggregate >= 1.05 with
   ``n`` >= 1.0 on each tuning task; T2 only if its callback acted (``train/target_kl`` below its first value in some
@@ -18,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks._common import RESULTS_DIR
 from benchmarks.report_learning import load_learning
 from benchmarks.report_mujoco import tuning_scores
@@ -25,6 +28,14 @@ from benchmarks.report_mujoco import tuning_scores
 TUNING_DIR = RESULTS_DIR / "mujoco" / "tuning"
 RANDOM = RESULTS_DIR / "mujoco" / "random.json"
 MIN_AGGREGATE, MIN_TASK, MIN_SHARED = 1.05, 1.0, 0.95
+NAMED_STEPS = (900_000, 950_000, 1_000_000)
+VERDICTS = ("T1 passes", "T2 acted", "T2 passes", "T0b passes")
+
+
+def named_steps_mean(record: dict[str, Any]) -> float:
+    """The mean of the run's evaluations at 900k, 950k and 1M steps (the steps that rule 1 names)."""
+    curve = record["curve"]
+    return float(np.mean([curve["mean"][curve["timesteps"].index(steps)] for steps in NAMED_STEPS]))
 
 
 def acted(tuning_dir: Path, candidate: str = "T2") -> bool:
@@ -37,9 +48,9 @@ def acted(tuning_dir: Path, candidate: str = "T2") -> bool:
     return False
 
 
-def decide(tuning_dir: Path = TUNING_DIR, random_path: Path = RANDOM) -> dict[str, Any]:
+def decide(tuning_dir: Path = TUNING_DIR, random_path: Path = RANDOM, **run_score: Any) -> dict[str, Any]:
     """The candidates' scores (rules 1-4) and the verdicts of rules 5 and 6 (None until every run is in)."""
-    scores = tuning_scores(tuning_dir, json.loads(random_path.read_text())["games"])
+    scores = tuning_scores(tuning_dir, json.loads(random_path.read_text())["games"], **run_score)
 
     def passes(candidate: str) -> bool | None:
         result = scores.get(candidate)
@@ -73,7 +84,7 @@ def table(result: dict[str, Any]) -> str:
             aggregate = shown(scores["aggregate"]) if i == 0 else ""
             lines.append(f"| {candidate} | {task} | {by_seed} | {shown(scores['n'][task])} | {aggregate} |")
     lines.append("")
-    lines.append("; ".join(f"{key}: {result[key]}" for key in ("T1 passes", "T2 acted", "T2 passes", "T0b passes")))
+    lines.append("; ".join(f"{key}: {result[key]}" for key in VERDICTS))
     return "\n".join(lines)
 
 
@@ -83,6 +94,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--random", default=str(RANDOM))
     args = parser.parse_args(argv)
     text = table(decide(Path(args.tuning_dir), Path(args.random)))
+    named = decide(Path(args.tuning_dir), Path(args.random), run_score=named_steps_mean)
+    text += "\nat 900k, 950k and 1M steps: " + "; ".join(f"{key}: {named[key]}" for key in VERDICTS)
     print(text)
     return text
 
