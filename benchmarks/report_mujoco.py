@@ -45,15 +45,16 @@ MUJOCO_TASKS = {
 MUJOCO_ALGOS = ("trpo_plus", "trpo", "ppo")
 MUJOCO_MIN_SEEDS = 5
 MUJOCO_TARGET_RATIO = 1.05
-#: The tuning rule's candidates, its seeds, and the number of last evaluations a run's score averages (rule 1)
+#: The tuning rule's candidates, its seeds, and the steps of the evaluations a run's score averages (rule 1)
 TUNING_CANDIDATES = ("T0", "T1", "T2", "T0b", "T3")
 TUNING_SEEDS = (100, 101, 102)
-TUNING_LAST_EVALUATIONS = 3
+TUNING_SCORE_STEPS = (900_000, 950_000, 1_000_000)
 
 
-def last_evaluations_mean(record: dict[str, Any], count: int = TUNING_LAST_EVALUATIONS) -> float:
-    """The mean of the run's last ``count`` evaluations (the final one included)."""
-    return float(np.mean(record["curve"]["mean"][-count:]))
+def tuning_run_score(record: dict[str, Any]) -> float:
+    """Rule 1: the mean of the run's evaluations at 900k, 950k and 1M steps."""
+    curve = record["curve"]
+    return float(np.mean([curve["mean"][curve["timesteps"].index(steps)] for steps in TUNING_SCORE_STEPS]))
 
 
 def task_label(task: str) -> str:
@@ -159,11 +160,11 @@ def aggregate_text(
 
 
 def tuning_scores(
-    tuning_dir: Path, random_scores: dict[str, Any], run_score: Callable[[dict[str, Any]], float] = last_evaluations_mean
+    tuning_dir: Path, random_scores: dict[str, Any], run_score: Callable[[dict[str, Any]], float] = tuning_run_score
 ) -> dict[str, dict[str, Any]]:
     """
     Rules 1-4 of the tuning rule, per candidate that has a run: ``scores[task]`` (each seed's ``run_score``, by
-    default the mean of its last 3 evaluations), ``n[task]`` (rule 3, random = 0 and T0 = 1, once both have their
+    default rule 1's), ``n[task]`` (rule 3, random = 0 and T0 = 1, once both have their
     three seeds, else None) and ``aggregate`` (rule 4, over the tasks the candidate runs on; T0b: HalfCheetah only).
     """
     tasks = [task for task, held_out in MUJOCO_TASKS.items() if not held_out]
@@ -197,7 +198,8 @@ def tuning_scores(
 
 def tuning_text(tuning_dir: Path, random_scores: dict[str, Any]) -> str:
     """
-    The tuning rule's table: per candidate and tuning task, each seed's score (the mean of its last 3 evaluations),
+    The tuning rule's table: per candidate and tuning task, each seed's score (rule 1: its evaluations at 900k, 950k
+    and 1M steps),
     and once the three seeds are in, the normalized score of rule 3 (random = 0, T0 = 1) and the aggregate of rule 4.
     """
     tasks = [task for task, held_out in MUJOCO_TASKS.items() if not held_out]

@@ -667,10 +667,10 @@ def test_mujoco_section(tmp_path, monkeypatch):
     mujoco.mkdir()
     (mujoco / "random.json").write_text(json.dumps({"games": {task: {"mean": 0.0} for task in tasks}}))
 
-    def write(root, algo, task, seed, curve):
+    def write(root, algo, task, seed, curve, steps=(0, 1, 2, 3)):
         path = root / "learning" / algo / task / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"algo": algo, "env_id": task, "seed": seed, "curve": {"timesteps": [0, 1, 2, 3], "mean": curve}}
+        record = {"algo": algo, "env_id": task, "seed": seed, "curve": {"timesteps": list(steps), "mean": curve}}
         path.write_text(json.dumps({**record, "final": {"mean": curve[-1]}}))
 
     # four seeds of each: not judged yet
@@ -698,14 +698,15 @@ def test_mujoco_section(tmp_path, monkeypatch):
     assert ">= 1.05 | 0.99 | **missed** |" in text
     assert "| TRPOPlus | 1.10 [1.10, 1.10] |" in text
     assert (tmp_path / "images" / "mujoco_profile.png").is_file() and (tmp_path / "images" / "mujoco_curves.png").is_file()
-    # the tuning table: the mean of the last 3 evaluations per seed; n against T0 once its 3 seeds are in
-    tuning = mujoco / "tuning"
+    # the tuning table: per seed the mean of the evaluations at 900k, 950k and 1M steps (not the one after training);
+    # n against T0 once its 3 seeds are in
+    tuning, steps = mujoco / "tuning", (900_000, 950_000, 1_000_000, 1_001_472)
     for seed in report_mujoco.TUNING_SEEDS:
         for task in ("Hopper-v5", "HalfCheetah-v5"):
-            write(tuning / "T0", "trpo_plus", task, seed, [0.0, 90.0, 100.0, 110.0])
-            write(tuning / "T1", "trpo_plus", task, seed, [0.0, 180.0, 200.0, 220.0])
+            write(tuning / "T0", "trpo_plus", task, seed, [90.0, 100.0, 110.0, 999.0], steps)
+            write(tuning / "T1", "trpo_plus", task, seed, [180.0, 200.0, 220.0, 999.0], steps)
         if seed != 102:
-            write(tuning / "T0b", "trpo_plus", "HalfCheetah-v5", seed, [0.0, 0.0, 0.0, 30.0])
+            write(tuning / "T0b", "trpo_plus", "HalfCheetah-v5", seed, [0.0, 0.0, 30.0, 999.0], steps)
     text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| T0 | 100: 100, 101: 100, 102: 100 | 1.00 | 100: 100, 101: 100, 102: 100 | 1.00 | 1.00 |" in text
     assert "| T1 | 100: 200, 101: 200, 102: 200 | 2.00 | 100: 200, 101: 200, 102: 200 | 2.00 | 2.00 |" in text
@@ -778,12 +779,19 @@ def test_mujoco_tuning_decision(tmp_path):
     (tmp_path / "T1" / "learning" / "trpo_plus" / "Hopper-v5" / "seed102.json").unlink()
     assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["T1 passes"] is None
 
-    # the steps that rule 1 names (900k, 950k, 1M) against the last three evaluations (950k, 1M, after training)
+    # rule 1's steps (900k, 950k, 1M), and beside them the last three evaluations (950k, 1M, after training)
     for seed in (100, 101, 102):
         write("T1", "Hopper-v5", seed, [100.0, 100.0, 130.0, 130.0])
-    named = mujoco_tuning.decide(tmp_path, tmp_path / "random.json", run_score=mujoco_tuning.named_steps_mean)
-    assert named["scores"]["T1"]["n"]["Hopper-v5"] == pytest.approx(110 / 100)
-    assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["scores"]["T1"]["n"]["Hopper-v5"] == pytest.approx(1.2)
+    assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["scores"]["T1"]["n"]["Hopper-v5"] == pytest.approx(1.1)
+    check = mujoco_tuning.decide(tmp_path, tmp_path / "random.json", run_score=mujoco_tuning.last_three_mean)
+    assert check["scores"]["T1"]["n"]["Hopper-v5"] == pytest.approx(1.2)
+    # a callback that moved target_kl in its first bin and stayed there acted too (against the entry's initial value)
+    write("T2", "Hopper-v5", 101, [120.0] * 4, target_kl=(0.008, 0.008))
+    assert mujoco_tuning.acted(tmp_path)
+    # a candidate with no run at all on one task is not decided (nor an error)
+    for seed in (100, 101, 102):
+        (tmp_path / "T1" / "learning" / "trpo_plus" / "HalfCheetah-v5" / f"seed{seed}.json").unlink()
+    assert mujoco_tuning.decide(tmp_path, tmp_path / "random.json")["T1 passes"] is None
 
 
 def test_keep_learning_minatar(tmp_path):
@@ -794,25 +802,30 @@ def test_keep_learning_minatar(tmp_path):
     def write(algo, game, means, entropy, accepted=1.0):
         path = tmp_path / "learning" / algo / f"MinAtar-{game}-v1" / "seed100.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        # bins of 250k: the last 500k are the last two
+        # bins of 250k: the last 500k are the last two (the bin before them, at 1.0, is outside the window)
         diagnostics = {"bin_end": list(range(250_000, 5_000_001, 250_000)), "n_updates": [10] * 20}
         if algo == "ppo":
             diagnostics["train/entropy_loss"] = [-entropy] * 20
         else:
-            diagnostics["train/entropy"] = [1.0] * 18 + [entropy] * 2
+            diagnostics["train/entropy"] = [1.0] * 18 + [entropy + 0.1, entropy - 0.1]  # a 250k window would see one
             diagnostics["train/is_line_search_success"] = [1.0] * 18 + [accepted] * 2
         record = {"algo": algo, "n_timesteps": 5_000_000, "curve": {"timesteps": steps, "mean": means}}
         path.write_text(json.dumps({**record, "diagnostics": diagnostics}))
 
-    rising = [float(i) for i in range(len(steps))]  # 8 at 2M, 11 at 2.5-3M, 20 at the end
-    flat = [*rising[:9], *[8.0] * 13]  # at 2M's 8 from there on
+    # 8 at 2M, 11 at 2.5-3M, 19 at 4.5-5M (the evaluation after training, 100, is not one of them)
+    rising = [*(float(i) for i in range(len(steps) - 1)), 100.0]
+    flat = [*rising[:9], *[8.0] * 12, 100.0]  # at 2M's 8 from there on
+    # above 2M's 8 but below its own 2.5-3M mean: it flattened after rising
+    peaked = [*rising[:9], 20.0, 20.0, 20.0, 20.0, *[10.0] * 8, 100.0]
     write("trpo_plus", "SpaceInvaders", rising, entropy=0.5)
     write("ppo", "SpaceInvaders", rising, entropy=1.0)
     write("trpo_plus", "Breakout", flat, entropy=0.2)  # under 0.25 x PPO's 1.0
     write("ppo", "Breakout", rising, entropy=1.0)
     write("trpo_plus", "Asterix", rising, entropy=0.5, accepted=0.5)  # no PPO run yet: the line search decides
+    write("trpo_plus", "Freeway", peaked, entropy=0.5)  # no PPO run, line search fine: undecided
     rows = keep_learning.minatar_table(100, tmp_path).splitlines()
-    assert rows[2] == "| SpaceInvaders | 8.0 | 11.0 | 20.0 | no | 1.00 | 0.50 (1.00) | no | 20.0 |"
-    assert rows[3] == "| Breakout | 8.0 | 8.0 | 8.0 | yes | 1.00 | 0.20 (1.00) | yes | 20.0 |"
-    assert rows[4] == "| Asterix | 8.0 | 11.0 | 20.0 | no | 0.50 | 0.50 (n/a) | yes | not finished |"
-    assert rows[5].startswith("| Freeway | not finished |")
+    assert rows[2] == "| SpaceInvaders | 8.0 | 11.0 | 19.0 | no | 1.00 | 0.50 (1.00) | no | 19.0 |"
+    assert rows[3] == "| Breakout | 8.0 | 8.0 | 8.0 | yes | 1.00 | 0.20 (1.00) | yes | 19.0 |"
+    assert rows[4] == "| Asterix | 8.0 | 11.0 | 19.0 | no | 0.50 | 0.50 (n/a) | yes | not finished |"
+    assert rows[5] == "| Freeway | 8.0 | 20.0 | 10.0 | yes | 1.00 | 0.50 (n/a) | n/a | not finished |"
+    assert rows[6].startswith("| Seaquest | not finished |")

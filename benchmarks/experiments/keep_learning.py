@@ -15,7 +15,7 @@ Records: ``benchmarks/results/keep_learning/<NAME>/atari/breakout/trpo_plus/seed
 
 ``--minatar`` reads the runs of ``minatar_rule.md`` instead: the MinAtar entry and PPO at 5M steps on a tuning seed
 (``keep_learning/minatar/learning/ALGO/MinAtar-GAME-v1/seed<S>.json``), per game whether TRPOPlus's run flattens (its
-last 3 evaluations not above its evaluation at 2M, or not above its mean at 2.5M-3M) or collapses (over its last 500k
+mean at 4.5M-5M not above its evaluation at 2M, or not above its mean at 2.5M-3M) or collapses (over its last 500k
 steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's)::
 
     python -m benchmarks.experiments.keep_learning --minatar --seeds 100
@@ -114,6 +114,7 @@ MINATAR_DIR = SCREEN_DIR / "minatar"
 MINATAR_GAMES = ("SpaceInvaders", "Breakout", "Asterix", "Freeway", "Seaquest")
 MINATAR_AT_2M = 2_000_000
 MINATAR_MIDDLE_STEPS = (2_500_000, 2_750_000, 3_000_000)
+MINATAR_LATE_STEPS = (4_500_000, 4_750_000, 5_000_000)
 MINATAR_WINDOW = 500_000
 MIN_ENTROPY_SHARE = 0.25
 
@@ -128,9 +129,16 @@ def minatar_late(record: dict[str, Any], column: str) -> float | None:
 def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     """Per game, TRPOPlus's 5M run on ``seed`` read by the two tests of ``minatar_rule.md``, beside PPO's."""
     mark = {True: "yes", False: "no", None: "n/a"}
+
+    def shown(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    def mean_at(record: dict[str, Any], steps: tuple[int, ...]) -> float:
+        return float(np.mean([evaluation_at(record, s) for s in steps]))
+
     lines = [
-        "| game | TRPOPlus at 2M | at 2.5-3M | last 3 | flattens | accepted, last 500k | entropy, last 500k "
-        "(PPO's) | collapses | PPO last 3 |",
+        "| game | TRPOPlus at 2M | at 2.5-3M | at 4.5-5M | flattens | accepted, last 500k | entropy, last 500k "
+        "(PPO's) | collapses | PPO at 4.5-5M |",
         "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |",
     ]
     for game in MINATAR_GAMES:
@@ -142,19 +150,19 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
         if record is None:
             lines.append(f"| {game} | not finished | | | | | | | |")
             continue
-        at_2m = evaluation_at(record, MINATAR_AT_2M)
-        middle = float(np.mean([evaluation_at(record, s) for s in MINATAR_MIDDLE_STEPS]))
-        late = float(np.mean(record["curve"]["mean"][-3:]))
+        at_2m, middle = evaluation_at(record, MINATAR_AT_2M), mean_at(record, MINATAR_MIDDLE_STEPS)
+        late = mean_at(record, MINATAR_LATE_STEPS)
         accepted, entropy = minatar_late(record, "accepted"), minatar_late(record, "entropy")
         ppo_entropy = minatar_late(ppo, "entropy") if ppo else None
-        collapses = accepted < MIN_ACCEPTANCE or (
-            entropy < MIN_ENTROPY_SHARE * ppo_entropy if ppo_entropy is not None else None
-        )
-        ppo_late = f"{np.mean(ppo['curve']['mean'][-3:]):.1f}" if ppo else "not finished"
+        collapses = None
+        if accepted is not None and accepted < MIN_ACCEPTANCE:
+            collapses = True
+        elif accepted is not None and entropy is not None and ppo_entropy is not None:
+            collapses = entropy < MIN_ENTROPY_SHARE * ppo_entropy
+        ppo_late = f"{mean_at(ppo, MINATAR_LATE_STEPS):.1f}" if ppo else "not finished"
         lines.append(
             f"| {game} | {at_2m:.1f} | {middle:.1f} | {late:.1f} | {mark[late <= at_2m or late <= middle]} | "
-            f"{accepted:.2f} | {entropy:.2f} ({'n/a' if ppo_entropy is None else f'{ppo_entropy:.2f}'}) | "
-            f"{mark[collapses]} | {ppo_late} |"
+            f"{shown(accepted)} | {shown(entropy)} ({shown(ppo_entropy)}) | {mark[collapses]} | {ppo_late} |"
         )
     return "\n".join(lines)
 
