@@ -739,6 +739,16 @@ def test_keep_learning_screen(tmp_path):
     assert rows[2] == "| entry | 100 | 10.0 (10.0) | 10.0 -> 10.0 | 0.80 | 0.20 | reference | fail | fail |"
     assert rows[3] == "| K1 | 100 | 17.3 (10.0) | 10.0 -> 16.0 | 1.00 | 0.50 | pass | pass | pass |"
     assert keep_learning.table(["K2"], [100], tmp_path).splitlines()[3].startswith("| K2 | 100 | not finished |")
+    # screen v2 on K1's one run: its final 18 is above PPO's low end 14.3, it rises, and it holds: it passes; the entry
+    # fails (its entropy 0.2 is under 0.35)
+    assert keep_learning.screen_v2("K1", [100], tmp_path).endswith(
+        "not behind PPO: pass; still rising: pass; no collapse: pass; passes v2"
+    )
+    assert "mean final evaluation 18.0 (PPO's low end 14.3; the entry's 10.0)" in keep_learning.screen_v2(
+        "K1", [100], tmp_path
+    )
+    assert keep_learning.screen_v2("entry", [100], tmp_path).endswith("no collapse: fail; fails v2")
+    assert keep_learning.screen_v2("K1", [100, 101], tmp_path) == "K1: not every seed of [100, 101] has finished"
 
 
 def test_mujoco_tuning_decision(tmp_path):

@@ -13,6 +13,12 @@ Records: ``benchmarks/results/keep_learning/<NAME>/atari/breakout/trpo_plus/seed
 
     python -m benchmarks.experiments.keep_learning --candidates K1 --seeds 100
 
+``--v2`` adds the verdict of ``screen_rule_v2.md`` for each candidate over the seeds given: the mean of its runs' final
+evaluations at least ``PPO_LOW`` (the low end of PPO's Breakout interval), still rising on the mean, no collapse in any
+run; the entry's mean beside it::
+
+    python -m benchmarks.experiments.keep_learning --candidates K3 --seeds 100 101 102 --v2
+
 ``--minatar`` reads the runs of ``minatar_rule.md`` instead: the MinAtar entry and PPO at 5M steps on a tuning seed
 (``keep_learning/minatar/learning/ALGO/MinAtar-GAME-v1/seed<S>.json``), per game whether TRPOPlus's run flattens (its
 mean at 4.5M-5M not above its evaluation at 2M, or not above its mean at 2.5M-3M) or collapses (over its last 500k
@@ -110,6 +116,33 @@ def table(candidates: list[str], seeds: list[int], screen_dir: Path = SCREEN_DIR
     return "\n".join(lines)
 
 
+#: screen v2's test 1: the low end of the 95% interval of PPO's IQM on Breakout (seeds 0-4, 1M steps; docs/benchmarks.md)
+PPO_LOW = 14.3
+
+
+def screen_v2(name: str, seeds: list[int], screen_dir: Path = SCREEN_DIR) -> str:
+    """The three tests of ``screen_rule_v2.md`` on a candidate's runs over ``seeds`` (all of them finished)."""
+    records = [load(name, seed, screen_dir) for seed in seeds]
+    entry = [load(REFERENCE, seed, screen_dir) for seed in seeds]
+    if None in records:
+        return f"{name}: not every seed of {seeds} has finished"
+    final = float(np.mean([r["final"]["mean"] for r in records]))
+    tests = [screen(r, reference or r) for r, reference in zip(records, entry)]
+    start, end = np.mean([t["rising_start"] for t in tests]), np.mean([t["rising_end"] for t in tests])
+    verdicts = {
+        "not behind PPO": final >= PPO_LOW,
+        "still rising": end > start,
+        "no collapse": all(t["no_collapse"] for t in tests),
+    }
+    entry_final = "n/a" if None in entry else f"{np.mean([r['final']['mean'] for r in entry]):.1f}"
+    return (
+        f"{name}, seeds {', '.join(map(str, seeds))}: mean final evaluation {final:.1f} (PPO's low end {PPO_LOW}; the "
+        f"entry's {entry_final}); rising {start:.1f} -> {end:.1f}; "
+        + "; ".join(f"{test}: {'pass' if ok else 'fail'}" for test, ok in verdicts.items())
+        + f"; {'passes' if all(verdicts.values()) else 'fails'} v2"
+    )
+
+
 MINATAR_DIR = SCREEN_DIR / "minatar"
 MINATAR_GAMES = ("SpaceInvaders", "Breakout", "Asterix", "Freeway", "Seaquest")
 MINATAR_AT_2M = 2_000_000
@@ -173,11 +206,14 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--seeds", type=int, nargs="+", default=[100, 101, 102])
     parser.add_argument("--screen-dir", default=str(SCREEN_DIR))
     parser.add_argument("--minatar", action="store_true", help="read the MinAtar runs of minatar_rule.md")
+    parser.add_argument("--v2", action="store_true", help="add the verdict of screen_rule_v2.md per candidate")
     args = parser.parse_args(argv)
     if args.minatar:
         text = "\n\n".join(minatar_table(seed, Path(args.screen_dir) / "minatar") for seed in args.seeds)
     else:
         text = table(args.candidates, args.seeds, Path(args.screen_dir))
+        if args.v2:
+            text += "\n\n" + "\n".join(screen_v2(name, args.seeds, Path(args.screen_dir)) for name in args.candidates)
     print(text)
     return text
 
