@@ -839,3 +839,9 @@ def test_keep_learning_minatar(tmp_path):
     assert rows[4] == "| Asterix | 8.0 | 11.0 | 19.0 | no | 0.50 | 0.50 (n/a) | yes | not finished |"
     assert rows[5] == "| Freeway | 8.0 | 20.0 | 10.0 | yes | 1.00 | 0.50 (n/a) | n/a | not finished |"
     assert rows[6].startswith("| Seaquest | not finished |")
+    # per bin: each algorithm's evaluation at the bin's end and its values (PPO's entropy from its entropy loss)
+    bins = keep_learning.minatar_bins("Breakout", 100, tmp_path).splitlines()
+    assert bins[1].startswith("| steps | trpo_plus evaluation | trpo_plus entropy | trpo_plus accepted |")
+    assert bins[1].endswith("| ppo evaluation | ppo entropy | ppo EV |")
+    assert bins[-1].startswith("| 5,000,000 | 8.0 | 0.1 | 1 |") and bins[-1].endswith("| 20.0 | 1 |  |")
+    assert keep_learning.minatar_bins("Seaquest", 100, tmp_path) == "Seaquest: no finished run"

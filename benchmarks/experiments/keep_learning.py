@@ -22,7 +22,7 @@ run; the entry's mean beside it::
 ``--minatar`` reads the runs of ``minatar_rule.md`` instead: the MinAtar entry and PPO at 5M steps on a tuning seed
 (``keep_learning/minatar/learning/ALGO/MinAtar-GAME-v1/seed<S>.json``), per game whether TRPOPlus's run flattens (its
 mean at 4.5M-5M not above its evaluation at 2M, or not above its mean at 2.5M-3M) or collapses (over its last 500k
-steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's)::
+steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's), then per game the diagnostics per bin::
 
     python -m benchmarks.experiments.keep_learning --minatar --seeds 100
 """
@@ -200,6 +200,47 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     return "\n".join(lines)
 
 
+MINATAR_BIN_COLUMNS = {
+    "trpo_plus": (
+        ("entropy", "train/entropy", 1),
+        ("accepted", ATARI_DIAGNOSTICS["trpo_plus"]["accepted"][0], 1),
+        ("KL", "train/update_kl", 1),
+        ("target_kl", "train/target_kl", 1),
+        ("EV", "train/explained_variance", 1),
+    ),
+    "ppo": (("entropy", "train/entropy_loss", -1), ("EV", "train/explained_variance", 1)),
+}
+
+
+def minatar_bins(game: str, seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
+    """Item 3 of ``minatar_rule.md``: per diagnostics bin, each algorithm's evaluation at the bin's end and its values."""
+    header, columns, runs = ["steps"], [], {}
+    for algo, sources in MINATAR_BIN_COLUMNS.items():
+        path = minatar_dir / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+        if not path.is_file():
+            continue
+        runs[algo] = json.loads(path.read_text())
+        header += [f"{algo} evaluation", *(f"{algo} {label}" for label, _, _ in sources)]
+        columns += [(algo, None, 1), *((algo, key, sign) for _, key, sign in sources)]
+    if not runs:
+        return f"{game}: no finished run"
+    ends = next(iter(runs.values()))["diagnostics"]["bin_end"]
+    lines = [f"{game}, seed {seed}", "| " + " | ".join(header) + " |", "|" + " ---: |" * len(header)]
+    for i, end in enumerate(ends):
+        cells = [f"{end:,}"]
+        for algo, key, sign in columns:
+            record = runs[algo]
+            if key is None:
+                curve = record["curve"]
+                cells.append(f"{curve['mean'][curve['timesteps'].index(end)]:.1f}" if end in curve["timesteps"] else "")
+                continue
+            values = record["diagnostics"].get(key)
+            value = values[i] if values and i < len(values) else None
+            cells.append("" if value is None else f"{sign * value:.3g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", nargs="+", default=["K1"])
@@ -209,7 +250,10 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--v2", action="store_true", help="add the verdict of screen_rule_v2.md per candidate")
     args = parser.parse_args(argv)
     if args.minatar:
-        text = "\n\n".join(minatar_table(seed, Path(args.screen_dir) / "minatar") for seed in args.seeds)
+        minatar_dir = Path(args.screen_dir) / "minatar"
+        parts = [minatar_table(seed, minatar_dir) for seed in args.seeds]
+        parts += [minatar_bins(game, seed, minatar_dir) for seed in args.seeds for game in MINATAR_GAMES]
+        text = "\n\n".join(parts)
     else:
         text = table(args.candidates, args.seeds, Path(args.screen_dir))
         if args.v2:
