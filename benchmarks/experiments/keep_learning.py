@@ -200,15 +200,10 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     return "\n".join(lines)
 
 
+#: The per-bin table's columns: each algorithm's ``ATARI_DIAGNOSTICS``, and TRPOPlus's trust region as it moves
 MINATAR_BIN_COLUMNS = {
-    "trpo_plus": (
-        ("entropy", "train/entropy", 1),
-        ("accepted", ATARI_DIAGNOSTICS["trpo_plus"]["accepted"][0], 1),
-        ("KL", "train/update_kl", 1),
-        ("target_kl", "train/target_kl", 1),
-        ("EV", "train/explained_variance", 1),
-    ),
-    "ppo": (("entropy", "train/entropy_loss", -1), ("EV", "train/explained_variance", 1)),
+    algo: {**sources, **({"target_kl": ("train/target_kl", 1)} if algo == "trpo_plus" else {})}
+    for algo, sources in ATARI_DIAGNOSTICS.items()
 }
 
 
@@ -220,8 +215,8 @@ def minatar_bins(game: str, seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
         if not path.is_file():
             continue
         runs[algo] = json.loads(path.read_text())
-        header += [f"{algo} evaluation", *(f"{algo} {label}" for label, _, _ in sources)]
-        columns += [(algo, None, 1), *((algo, key, sign) for _, key, sign in sources)]
+        header += [f"{algo} evaluation", *(f"{algo} {label}" for label in sources)]
+        columns += [(algo, None, 1), *((algo, key, sign) for key, sign in sources.values())]
     if not runs:
         return f"{game}: no finished run"
     ends = next(iter(runs.values()))["diagnostics"]["bin_end"]
