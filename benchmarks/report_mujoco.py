@@ -24,6 +24,7 @@ from benchmarks.report_common import (
     read_json,
 )
 from benchmarks.report_learning import load_learning
+from benchmarks.report_speed import throughput_blocks
 from benchmarks.report_stats import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
@@ -114,6 +115,8 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         parts.append(fill("mujoco.aggregate.not_yet", min_seeds=MUJOCO_MIN_SEEDS, waiting=waiting))
     else:
         parts.append(aggregate_text(runs, iqms, places, random_scores, images_dir, docs_dir))
+    speed = throughput_blocks(results_dir / "mujoco")
+    parts.append(paragraphs(fill("mujoco.speed"), *speed) if speed else fill("mujoco.speed.missing"))
     parts.append(tuning_text(results_dir / "mujoco" / "tuning", random_scores))
     return paragraphs(*parts)
 

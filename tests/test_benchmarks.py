@@ -711,6 +711,25 @@ def test_mujoco_section(tmp_path, monkeypatch):
     assert "| T0 | 100: 100, 101: 100, 102: 100 | 1.00 | 100: 100, 101: 100, 102: 100 | 1.00 | 1.00 |" in text
     assert "| T1 | 100: 200, 101: 200, 102: 200 | 2.00 | 100: 200, 101: 200, 102: 200 | 2.00 | 2.00 |" in text
     assert "| T0b | not run yet | n/a | 100: 10, 101: 10 | n/a | n/a |" in text
+    # speed on Hopper: not run yet, then the committed record (met), then the same with TRPO faster (missed)
+    assert "### Speed on Hopper-v5\n\nNot run yet: `python -m benchmarks.throughput --envs hopper" in text
+    committed = Path(__file__).parents[1] / "benchmarks" / "results" / "mujoco" / "throughput_hopper.json"
+    record = json.loads(committed.read_text())
+    (mujoco / "throughput_hopper.json").write_text(json.dumps(record))
+    ratio = (
+        record["envs"]["hopper"]["algos"]["trpo_plus"]["steps_per_s"]
+        / record["envs"]["hopper"]["algos"]["trpo"]["steps_per_s"]
+    )
+    verdict = "met" if ratio >= 1 else "missed"
+    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
+    assert f"**Target** (Hopper): at least as fast as sb3-contrib TRPO: **{verdict}** ({ratio:.2f}x)." in text
+    assert "| TRPO (sb3-contrib) |" in text and "Where the time goes" not in text  # the CNN case's reading is Breakout's
+    record["envs"]["hopper"]["algos"]["trpo"]["steps_per_s"] = (
+        2 * record["envs"]["hopper"]["algos"]["trpo_plus"]["steps_per_s"]
+    )
+    (mujoco / "throughput_hopper.json").write_text(json.dumps(record))
+    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "at least as fast as sb3-contrib TRPO: **missed** (0.50x)." in text
 
 
 def test_keep_learning_screen(tmp_path):
