@@ -46,6 +46,8 @@ MUJOCO_TASKS = {
 MUJOCO_ALGOS = ("trpo_plus", "trpo", "ppo")
 MUJOCO_MIN_SEEDS = 5
 MUJOCO_TARGET_RATIO = 1.05
+#: Steps/s of each algorithm on Hopper, in one run (``benchmarks.throughput --envs hopper``), with its target
+MUJOCO_THROUGHPUT = "throughput_hopper.json"
 #: The tuning rule's candidates, its seeds, and the steps of the evaluations a run's score averages (rule 1)
 TUNING_CANDIDATES = ("T0", "T1", "T2", "T0b", "T3")
 TUNING_SEEDS = (100, 101, 102)
@@ -115,7 +117,7 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         parts.append(fill("mujoco.aggregate.not_yet", min_seeds=MUJOCO_MIN_SEEDS, waiting=waiting))
     else:
         parts.append(aggregate_text(runs, iqms, places, random_scores, images_dir, docs_dir))
-    speed = throughput_blocks(results_dir / "mujoco")
+    speed = throughput_blocks(results_dir / "mujoco", MUJOCO_THROUGHPUT)
     parts.append(paragraphs(fill("mujoco.speed"), *speed) if speed else fill("mujoco.speed.missing"))
     parts.append(tuning_text(results_dir / "mujoco" / "tuning", random_scores))
     return paragraphs(*parts)

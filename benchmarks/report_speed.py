@@ -151,9 +151,9 @@ def throughput_section(results_dir: Path) -> str:
     return paragraphs(fill("throughput"), *blocks) if blocks else fill("throughput.missing")
 
 
-def throughput_blocks(results_dir: Path) -> list[str]:
-    """``throughput_env`` for every env of every ``throughput*.json`` directly in ``results_dir``."""
-    files = sorted(results_dir.glob("throughput*.json"))
+def throughput_blocks(results_dir: Path, pattern: str = "throughput*.json") -> list[str]:
+    """``throughput_env`` for every env of every file ``pattern`` names directly in ``results_dir``."""
+    files = sorted(results_dir.glob(pattern))
     envs = [(name, env) for path in files for name, env in json.loads(path.read_text())["envs"].items()]
     return [throughput_env(name, env) for name, env in envs]
 

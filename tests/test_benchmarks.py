@@ -711,25 +711,23 @@ def test_mujoco_section(tmp_path, monkeypatch):
     assert "| T0 | 100: 100, 101: 100, 102: 100 | 1.00 | 100: 100, 101: 100, 102: 100 | 1.00 | 1.00 |" in text
     assert "| T1 | 100: 200, 101: 200, 102: 200 | 2.00 | 100: 200, 101: 200, 102: 200 | 2.00 | 2.00 |" in text
     assert "| T0b | not run yet | n/a | 100: 10, 101: 10 | n/a | n/a |" in text
-    # speed on Hopper: not run yet, then the committed record (met), then the same with TRPO faster (missed)
+    # speed on Hopper: not run yet, then the committed record with TRPOPlus exactly as fast as TRPO (met), then slower
     assert "### Speed on Hopper-v5\n\nNot run yet: `python -m benchmarks.throughput --envs hopper" in text
-    committed = Path(__file__).parents[1] / "benchmarks" / "results" / "mujoco" / "throughput_hopper.json"
+    committed = Path(__file__).parents[1] / "benchmarks" / "results" / "mujoco" / report_mujoco.MUJOCO_THROUGHPUT
     record = json.loads(committed.read_text())
-    (mujoco / "throughput_hopper.json").write_text(json.dumps(record))
-    ratio = (
-        record["envs"]["hopper"]["algos"]["trpo_plus"]["steps_per_s"]
-        / record["envs"]["hopper"]["algos"]["trpo"]["steps_per_s"]
+    hopper = record["envs"]["hopper"]
+    plus_rate = hopper["algos"]["trpo_plus"]["steps_per_s"]
+    for trpo_rate, verdict in ((plus_rate, "**met** (1.00x)"), (2 * plus_rate, "**missed** (0.50x)")):
+        hopper["algos"]["trpo"]["steps_per_s"] = trpo_rate
+        (mujoco / report_mujoco.MUJOCO_THROUGHPUT).write_text(json.dumps(record))
+        text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
+        assert f"**Target** (Hopper): at least as fast as sb3-contrib TRPO: {verdict}." in text
+        assert "| TRPO (sb3-contrib) |" in text and "Where the time goes" not in text  # the CNN reading is Breakout's
+    # a throughput file of another name in mujoco/ is not this section's
+    (mujoco / report_mujoco.MUJOCO_THROUGHPUT).rename(mujoco / "throughput_other.json")
+    assert "Not run yet: `python -m benchmarks.throughput" in report_mujoco.mujoco_section(
+        tmp_path, tmp_path / "images", tmp_path
     )
-    verdict = "met" if ratio >= 1 else "missed"
-    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
-    assert f"**Target** (Hopper): at least as fast as sb3-contrib TRPO: **{verdict}** ({ratio:.2f}x)." in text
-    assert "| TRPO (sb3-contrib) |" in text and "Where the time goes" not in text  # the CNN case's reading is Breakout's
-    record["envs"]["hopper"]["algos"]["trpo"]["steps_per_s"] = (
-        2 * record["envs"]["hopper"]["algos"]["trpo_plus"]["steps_per_s"]
-    )
-    (mujoco / "throughput_hopper.json").write_text(json.dumps(record))
-    text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
-    assert "at least as fast as sb3-contrib TRPO: **missed** (0.50x)." in text
 
 
 def test_keep_learning_screen(tmp_path):
@@ -838,6 +836,7 @@ def test_keep_learning_minatar(tmp_path):
         else:
             diagnostics["train/entropy"] = [1.0] * 18 + [entropy + 0.1, entropy - 0.1]  # a 250k window would see one
             diagnostics["train/is_line_search_success"] = [1.0] * 18 + [accepted] * 2
+            diagnostics["train/target_kl"] = [0.02] * 20
         record = {"algo": algo, "n_timesteps": 5_000_000, "curve": {"timesteps": steps, "mean": means}}
         path.write_text(json.dumps({**record, "diagnostics": diagnostics}))
 
@@ -867,5 +866,6 @@ def test_keep_learning_minatar(tmp_path):
     assert {"trpo_plus accepted", "ppo entropy", "ppo explained_variance", "ppo clip_fraction"} <= set(header)
     assert last["steps"] == "5,000,000" and last["trpo_plus evaluation"] == "8.0" and last["trpo_plus entropy"] == "0.1"
     assert last["trpo_plus accepted"] == "1" and last["ppo evaluation"] == "20.0" and last["ppo entropy"] == "1"
+    assert last["trpo_plus target_kl"] == "0.02"
     assert last["ppo explained_variance"] == ""  # a value the record lacks is an empty cell
     assert keep_learning.minatar_bins("Seaquest", 100, tmp_path) == "Seaquest: no finished run"

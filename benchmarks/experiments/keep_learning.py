@@ -202,8 +202,8 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
 
 #: The per-bin table's columns: each algorithm's ``ATARI_DIAGNOSTICS``, and TRPOPlus's trust region as it moves
 MINATAR_BIN_COLUMNS = {
-    algo: {**sources, **({"target_kl": ("train/target_kl", 1)} if algo == "trpo_plus" else {})}
-    for algo, sources in ATARI_DIAGNOSTICS.items()
+    **ATARI_DIAGNOSTICS,
+    "trpo_plus": ATARI_DIAGNOSTICS["trpo_plus"] | {"target_kl": ("train/target_kl", 1)},
 }
 
 
