@@ -19,7 +19,7 @@ One module per section of the page, each read alone:
 - ``report_learning``: 3. learning on classic control and MinAtar/Breakout;
 - ``report_breakout``: 4. Breakout, the ``atari`` entries over seeds, and the entry's tuning candidates;
 - ``report_minatar``: 5. the MinAtar games normalized by PPO (and 5.1, the entry before);
-- ``report_atari``: 6. Atari-5;
+- ``report_atari``: 6. Atari-5, and 6.1, its second measurement (the entry with an entropy floor);
 - ``report_mujoco``: 7. MuJoCo, and the tuning of its entry;
 - shared by them: ``report_common`` (the template, number formats, targets, provenance) and ``report_stats``
   (rliable's seeded intervals, the curves and the performance profile).
@@ -33,7 +33,7 @@ import argparse
 from pathlib import Path
 
 from benchmarks._common import REPO_ROOT, RESULTS_DIR, machine_info
-from benchmarks.report_atari import atari5_section
+from benchmarks.report_atari import atari5_section, atari5_v2_section
 from benchmarks.report_breakout import breakout_section, breakout_tuning_section, train_reward_at
 from benchmarks.report_common import fill, paragraphs
 from benchmarks.report_learning import learning_section
@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> str:
         breakout_tuning_section(results_dir),
         *minatar_sections(results_dir, images_dir, docs_dir, args.minatar_seeds),
         atari5_section(results_dir, images_dir, docs_dir),
+        atari5_v2_section(results_dir),
         mujoco_section(results_dir, images_dir, docs_dir),
     ]
     page = fill(

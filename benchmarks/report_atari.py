@@ -3,7 +3,9 @@ Section 6 of the report (``benchmarks.report``): Atari-5, the ``atari`` entries 
 entry was not tuned on (``atari/<game>/<algo>/seed<k>.json``, from ``benchmarks.atari``; the random policy's scores
 from ``benchmarks.atari_random``): per game, the human-normalized scores and the Atari-5 estimate of the 57-game
 median, the diagnostics at the end of the runs, and the aggregate over the games normalized by PPO
-(``benchmarks/results/atari/atari5_rule.md``).
+(``benchmarks/results/atari/atari5_rule.md``); and 6.1, the second measurement, the entry with an entropy floor
+(``atari_v2/atari/<game>/trpo_plus/seed<k>.json``) beside the first entry and PPO's runs
+(``benchmarks/results/atari_v2/atari5_rule_v2.md``).
 """
 
 import json
@@ -182,10 +184,10 @@ def stalled(record: dict[str, Any]) -> bool:
     return capped_share(record) == 1.0
 
 
-def game_label(game: str, by_algo: dict[str, dict[int, dict[str, Any]]]) -> str:
+def game_label(game: str, by_algo: dict[str, dict[int, dict[str, Any]]], names: dict[str, str] = ALGO_LABELS) -> str:
     """The game's name, with the runs that stalled it, per algorithm, in every table where the game appears."""
     marks = [
-        f"{ALGO_LABELS[algo]} {count} of {len(records)}"
+        f"{names[algo]} {count} of {len(records)}"
         for algo, records in by_algo.items()
         if (count := sum(stalled(record) for record in records.values()))
     ]
@@ -260,6 +262,30 @@ def human_aggregates(scores: np.ndarray) -> np.ndarray:
     per_game = stats.trim_mean(scores, proportiontocut=0.25, axis=0)
     estimate = atari5_median_estimate(dict(zip(ATARI5, per_game)))
     return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_median(scores), estimate])
+
+
+def human_headline(raw: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Interval]]]:
+    """
+    Of ``(seeds, games)`` final scores per algorithm (the games in ``ATARI5``'s order): the human-normalized scores,
+    and their IQM over runs, median of per-game means and Atari-5 estimate, in percent with 95% intervals (one
+    bootstrap over the algorithms in order, so a pair computed alone reproduces the same numbers).
+    """
+    human = {algo: np.array([[human_normalized(g, v) for g, v in zip(ATARI5, row)] for row in raw[algo]]) for algo in raw}
+    points, intervals = seeded_interval_estimates(human, human_aggregates)
+    headline = {
+        algo: {
+            name: Interval(100 * points[algo][i], 100 * intervals[algo][0, i], 100 * intervals[algo][1, i])
+            for i, name in enumerate(("iqm", "median", "estimate"))
+        }
+        for algo in raw
+    }
+    return human, headline
+
+
+def ppo_scale(random_scores: dict[str, Any], ppo_iqms: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Per game (``ATARI5``'s order): the offset and scale that map the random policy to 0 and PPO's IQM to 1."""
+    offset = np.array([random_scores[g]["mean"] for g in ATARI5])
+    return offset, np.array([ppo_iqms[g] for g in ATARI5]) - offset
 
 
 def collapsed_runs(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], seeds: int) -> tuple[list[str], int]:
@@ -376,21 +402,12 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         parts.append(fill("atari5.aggregate.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
         return paragraphs(*parts, *details)
     raw = {algo: paired_scores(runs, algo, n_seeds) for algo in ATARI_ALGOS}
-    human = {algo: np.array([[human_normalized(g, v) for g, v in zip(ATARI5, row)] for row in raw[algo]]) for algo in raw}
-    points, intervals = seeded_interval_estimates(human, human_aggregates)
-    headline = {
-        algo: {
-            name: Interval(100 * points[algo][i], 100 * intervals[algo][0, i], 100 * intervals[algo][1, i])
-            for i, name in enumerate(("iqm", "median", "estimate"))
-        }
-        for algo in ATARI_ALGOS
-    }
+    human, headline = human_headline(raw)
     profile = images_dir / "atari5_profile.png"
     tau_max = max(0.5, float(np.ceil(10 * np.percentile(np.concatenate([v.ravel() for v in human.values()]), 95)) / 10))
     plot_performance_profile(human, profile, "Atari-5: performance profile (all runs of the five games)", "human", tau_max)
     # beside it: random = 0 (the measured random policy) and PPO's IQM on the game = 1
-    scale = np.array([iqms[g][reference] - random_scores[g]["mean"] for g in ATARI5])
-    offset = np.array([random_scores[g]["mean"] for g in ATARI5])
+    offset, scale = ppo_scale(random_scores, {g: iqms[g][reference] for g in ATARI5})
     by_ppo = interval_estimates({algo: (raw[algo] - offset) / scale for algo in ATARI_ALGOS})
     plus_iqms = [(iqms[g][plus_algo] - offset[i]) / scale[i] for i, g in enumerate(ATARI5)]
     from rliable import metrics
@@ -442,3 +459,119 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         )
     )
     return paragraphs(*parts, *details)
+
+
+# --- Atari-5, second measurement: the atari entry with an entropy floor ----------------------------------------------
+
+#: The second measurement (``benchmarks/results/atari_v2/atari5_rule_v2.md``): TRPOPlus's records under
+#: ``atari_v2/atari/<game>/trpo_plus/``, read beside the first measurement's TRPOPlus and PPO records and random scores
+ATARI_V2_DIR = "atari_v2"
+#: The three entries of the comparison, in the tables' order
+ATARI_V2_ENTRIES = {"first": "TRPOPlus, first entry", "floor": "TRPOPlus + entropy floor 0.3", "ppo": "PPO"}
+
+
+def atari5_v2_runs(results_dir: Path) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
+    """Per game, ``{entry: {seed: record}}`` of ``ATARI_V2_ENTRIES``: PPO's and the first entry's from ``atari/``."""
+    runs = {}
+    for game in ATARI5:
+        first = atari_runs(results_dir, game)
+        floor = atari_runs(results_dir / ATARI_V2_DIR, game)["trpo_plus"]
+        runs[game] = {"first": first["trpo_plus"], "floor": floor, "ppo": first["ppo"]}
+    return runs
+
+
+def against_ppo(by_entry: dict[str, dict[int, dict[str, Any]]], entry: str, seeds: list[int]) -> dict[str, Any]:
+    """``entry``'s records on ``seeds`` as the first measurement's TRPOPlus, against all of PPO's on the game."""
+    return {"trpo_plus": {s: by_entry[entry][s] for s in seeds}, "ppo": by_entry["ppo"]}
+
+
+def atari5_v2_section(results_dir: Path) -> str:
+    """
+    The second measurement beside the first, on the seeds all three entries finished: per game, the IQMs and the
+    collapsed runs; over the games, the human-normalized aggregates, the issue's done tests, and which entry ships.
+    """
+    random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
+    runs = atari5_v2_runs(results_dir)
+    shared = {game: sorted(set.intersection(*(set(r) for r in by_entry.values()))) for game, by_entry in runs.items()}
+    labels = {game: game_label(game, by_entry, ATARI_V2_ENTRIES) for game, by_entry in runs.items()}
+    rows, places = [], {}
+    for game, by_entry in runs.items():
+        iqm = {
+            entry: interval_estimates({entry: np.array([r["final"]["mean"] for r in records.values()])})[entry]["iqm"]
+            for entry, records in by_entry.items()
+            if records
+        }
+        place = collapsed = None
+        if len(shared[game]) >= ATARI_MIN_SEEDS:
+            scores = {e: np.array([by_entry[e][s]["final"]["mean"] for s in shared[game]]) for e in ("floor", "ppo")}
+            paired = interval_estimates(scores)
+            place = places[game] = paired["floor"]["iqm"].place(paired["ppo"]["iqm"])
+        if shared[game]:
+            counts = [
+                len(collapsed_runs({game: against_ppo(by_entry, e, shared[game])}, len(shared[game]))[0])
+                for e in ("first", "floor")
+            ]
+            collapsed = f"{counts[0]} / {counts[1]} of {len(shared[game])}"
+        rows.append(
+            fill(
+                "atari5_v2.row",
+                game=labels[game],
+                **{entry: score_text(iqm[entry]) if entry in iqm else NOT_RUN for entry in ATARI_V2_ENTRIES},
+                place=PLACE[place] if place is not None else f"not yet ({len(shared[game])} of {ATARI_MIN_SEEDS} seeds)",
+                collapsed=collapsed or NOT_RUN,
+                counts=" / ".join(str(len(records)) for records in by_entry.values()),
+            )
+        )
+    parts = [fill("atari5_v2", rows="\n".join(rows), min_seeds=ATARI_MIN_SEEDS)]
+    n_seeds = min(len(seeds) for seeds in shared.values())
+    if n_seeds < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
+        waiting = ", ".join(f"{game} {len(seeds)} of {ATARI_MIN_SEEDS}" for game, seeds in shared.items())
+        return paragraphs(*parts, fill("atari5_v2.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
+    seeds = {game: shared[game][:n_seeds] for game in ATARI5}
+    pairs = {entry: {game: against_ppo(runs[game], entry, seeds[game]) for game in ATARI5} for entry in ("first", "floor")}
+    headline, by_ppo, collapsed = {}, {}, {}
+    for entry, pair in pairs.items():
+        # each entry against PPO as the first measurement computed it: the first pair reproduces section 6
+        raw = {algo: paired_scores(pair, algo, n_seeds) for algo in ATARI_ALGOS}
+        _, pair_headline = human_headline(raw)
+        offset, scale = ppo_scale(random_scores, {g: metrics_iqm(raw["ppo"][:, i]) for i, g in enumerate(ATARI5)})
+        pair_by_ppo = interval_estimates({algo: (raw[algo] - offset) / scale for algo in ATARI_ALGOS})
+        headline[entry], by_ppo[entry] = pair_headline["trpo_plus"], pair_by_ppo["trpo_plus"]
+        headline["ppo"], by_ppo["ppo"] = pair_headline["ppo"], pair_by_ppo["ppo"]
+        collapsed[entry] = collapsed_runs(pair, n_seeds)
+    ratio = {name: headline["floor"][name].point / headline["ppo"][name].point for name in ("iqm", "median")}
+    behind = [game for game, place in places.items() if place < 0]
+    failures, checked = collapsed["floor"]
+    fewer = len(failures) < len(collapsed["first"][0])
+    not_lower = bool(headline["floor"]["iqm"].point >= headline["first"]["iqm"].point)
+    parts.append(
+        fill(
+            "atari5_v2.aggregate",
+            n_seeds=n_seeds,
+            n_runs=n_seeds * len(ATARI5),
+            rows=fill_each("atari5.aggregate.row", ({"label": label, **headline[e]} for e, label in ATARI_V2_ENTRIES.items())),
+            ppo_rows=fill_each(
+                "minatar.aggregate.row", ({"label": label, **by_ppo[e]} for e, label in ATARI_V2_ENTRIES.items())
+            ),
+            behind=", ".join(behind) or "none",
+            behind_verdict=VERDICT[not behind],
+            target_ratio=ATARI_TARGET_RATIO,
+            iqm_ratio=ratio["iqm"],
+            iqm_verdict=VERDICT[bool(ratio["iqm"] >= ATARI_TARGET_RATIO)],
+            median_ratio=ratio["median"],
+            median_verdict=VERDICT[bool(ratio["median"] >= ATARI_TARGET_RATIO)],
+            min_acceptance=ATARI_MIN_ACCEPTANCE,
+            entropy_share=ATARI_MIN_ENTROPY_SHARE,
+            window=ATARI_DIAGNOSTICS_WINDOW // 1000,
+            collapsed=f"{len(failures)} of {checked} runs" + (f": {'; '.join(failures)}" if failures else ""),
+            collapse_verdict=VERDICT[not failures],
+            first_collapsed=len(collapsed["first"][0]),
+            floor_collapsed=len(failures),
+            fewer_verdict=VERDICT[fewer],
+            first_iqm=headline["first"]["iqm"].point,
+            floor_iqm=headline["floor"]["iqm"].point,
+            iqm_kept_verdict=VERDICT[not_lower],
+            ships="ships: it becomes the `atari` entry" if fewer and not_lower else "does not ship: the `atari` entry stays",
+        )
+    )
+    return paragraphs(*parts)
