@@ -871,13 +871,13 @@ def test_keep_learning_minatar(tmp_path):
     assert keep_learning.minatar_bins("Seaquest", 100, tmp_path) == "Seaquest: no finished run"
 
 
-def write_atari_run(root, game, algo, seed, score, accepted=1.0):
-    """A finished 1M-step ``benchmarks.atari`` record under ``root/atari``: entropy 1 nat, ``accepted`` at the end."""
+def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0):
+    """A finished 1M-step ``benchmarks.atari`` record under ``root/atari``, with its entropy and acceptance at the end."""
     path = root / "atari" / game.lower() / algo / f"seed{seed}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     curve = {"timesteps": [0, 1_000_000], "mean": [0.0, score], "lengths": [[900], [2500, 2600]]}
     entropy_key, sign = report_atari.ATARI_DIAGNOSTICS[algo]["entropy"]
-    diagnostics = {"bin_end": [500_000, 1_000_000], "n_updates": [10, 10], entropy_key: [sign * 1.0, sign * 1.0]}
+    diagnostics = {"bin_end": [500_000, 1_000_000], "n_updates": [10, 10], entropy_key: [sign * 2.0, sign * entropy]}
     if algo == "trpo_plus":
         diagnostics[report_atari.ATARI_ACCEPTANCE_KEY] = [1.0, accepted]
     record = {"algo": algo, "seed": seed, "n_timesteps": report_atari.ATARI_BUDGET, "curve": curve}
@@ -886,50 +886,72 @@ def write_atari_run(root, game, algo, seed, score, accepted=1.0):
 
 
 def test_atari5_v2_section(tmp_path, monkeypatch):
+    from scipy import stats
+
     monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
     random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
     (tmp_path / "atari").mkdir()
     (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
     second = tmp_path / report_atari.ATARI_V2_DIR
-    # PPO random + 100, the first entry random + 200 with Phoenix seed 1 collapsed; the floor random + 300 except on
-    # Qbert (random + 50: behind PPO), and no collapse
+
+    def floor_gain(game):
+        return 50 if game == "Qbert" else 300
+
+    # every score varies with the seed (so the bootstrap's draws matter): PPO random + 100, the first entry random +
+    # 200 with Phoenix seed 1 collapsed (accepted 0.5), the floor random + 300 except on Qbert (random + 50: behind)
     for game, random_score in random_scores.items():
         for seed in range(3):
-            write_atari_run(tmp_path, game, "ppo", seed, random_score + 100)
-            write_atari_run(
-                tmp_path, game, "trpo_plus", seed, random_score + 200, 0.5 if (game, seed) == ("Phoenix", 1) else 1.0
-            )
+            write_atari_run(tmp_path, game, "ppo", seed, random_score + 100 + seed)
+            collapsed = (game, seed) == ("Phoenix", 1)
+            write_atari_run(tmp_path, game, "trpo_plus", seed, random_score + 200 + seed, 0.5 if collapsed else 1.0)
             if (game, seed) != ("Qbert", 2):
-                write_atari_run(second, game, "trpo_plus", seed, random_score + (50 if game == "Qbert" else 300))
+                write_atari_run(second, game, "trpo_plus", seed, random_score + floor_gain(game) + seed)
+    # PPO's seed 3 on BattleZone (none of the TRPOPlus entries has it): its entropy 5 nats raises PPO's mean entropy
+    # on the game to 2, so the no-collapse test asks 0.5 nats there
+    write_atari_run(tmp_path, "BattleZone", "ppo", 3, random_scores["BattleZone"] + 103, entropy=5.0)
     # a game short of seeds of the floor: no aggregate yet
     text = report_atari.atari5_v2_section(tmp_path)
     assert (
-        "| Qbert | 250 [250, 250] | 100 [100, 100] | 150 [150, 150] | not yet (2 of 3 seeds) | 0 / 0 of 2 | 3 / 2 / 3 |"
+        "| Qbert | 251 [250, 252] | 100 [100, 101] | 151 [150, 152] | not yet (2 of 3 seeds) | 0 / 0 of 2 | 3 / 2 / 3 |"
         in text
     )
-    assert "| Phoenix | 240 [240, 240] | 340 [340, 340] | 140 [140, 140] | ahead | 1 / 0 of 3 | 3 / 3 / 3 |" in text
+    assert "| Phoenix | 241 [240, 242] | 341 [340, 342] | 141 [140, 142] | ahead | 1 / 0 of 3 | 3 / 3 / 3 |" in text
     assert "Aggregate, done tests and which entry ships: not yet" in text and "Qbert 2 of 3." in text
 
-    write_atari_run(second, "Qbert", "trpo_plus", 2, random_scores["Qbert"] + 50)
+    # all seeds, and the floor's BattleZone seed 0 at 0.4 nats: under PPO's mean over all its runs (0.5), not over the
+    # seeds the floor shares with it (0.25); the floor collapses as often as the first entry, so it does not ship
+    write_atari_run(second, "Qbert", "trpo_plus", 2, random_scores["Qbert"] + 52)
+    write_atari_run(second, "BattleZone", "trpo_plus", 0, random_scores["BattleZone"] + 300, entropy=0.4)
     text = report_atari.atari5_v2_section(tmp_path)
-    # the first entry's headline row is section 6's, on the same records
+    # the first entry's headline row is section 6's, on the same records and seeds
     first = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     first_row = next(line for line in first.splitlines() if line.startswith("| TRPOPlus | ") and line.count("[") == 3)
     assert first_row.replace("| TRPOPlus |", "| TRPOPlus, first entry |") in text
-    human = {g: 100 * report_atari.human_normalized(g, r + (50 if g == "Qbert" else 300)) for g, r in random_scores.items()}
-    runs = sorted(h for h in human.values() for _ in range(3))
-    floor_iqm = np.mean(runs[3:12])
-    assert f"| TRPOPlus + entropy floor 0.3 | {floor_iqm:.1f} [{floor_iqm:.1f}, {floor_iqm:.1f}] |" in text
-    assert "| TRPOPlus + entropy floor 0.3 | 3.00 [" in text and "| PPO | 1.00 [1.00, 1.00] |" in text
+
+    def human_iqm(gain):
+        human = [100 * report_atari.human_normalized(g, r + gain(g) + s) for g, r in random_scores.items() for s in range(3)]
+        return stats.trim_mean(human, 0.25)
+
+    floor_iqm, ppo_iqm = human_iqm(floor_gain), human_iqm(lambda g: 100)
+    assert f"| TRPOPlus + entropy floor 0.3 | {floor_iqm:.1f} [" in text and f"| PPO | {ppo_iqm:.1f} [" in text
+    assert f"| at least 1.2x PPO's | {floor_iqm / ppo_iqm:.2f}x |" in text
     assert "| its IQM at or above the low end of PPO's 95% interval on every game | behind: Qbert | **missed** |" in text
+    assert "runs below: 1 of 15 runs: BattleZone seed 0 (entropy 0.4 nats against 0.50) | **missed** |" in text
+    assert "fewer collapsed runs than the first entry (1 against 1): **missed**" in text
+    assert f"({floor_iqm:.2f}% against {human_iqm(lambda g: 200):.2f}%): **met**" in text
+    assert "The floor does not ship: the `atari` entry stays." in text
+
+    # without that collapse, the floor ships
+    write_atari_run(second, "BattleZone", "trpo_plus", 0, random_scores["BattleZone"] + 300)
+    text = report_atari.atari5_v2_section(tmp_path)
     assert "runs below: 0 of 15 runs | **met** |" in text
     assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
     assert "The floor ships: it becomes the `atari` entry." in text
 
-    # the floor scores below the first entry: it does not ship, whatever its collapses
+    # scoring below the first entry, it does not ship, whatever its collapses
     for game, random_score in random_scores.items():
         for seed in range(3):
-            write_atari_run(second, game, "trpo_plus", seed, random_score + 150)
+            write_atari_run(second, game, "trpo_plus", seed, random_score + 150 + seed)
     text = report_atari.atari5_v2_section(tmp_path)
     assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
     assert "**missed**. The floor does not ship: the `atari` entry stays." in text
