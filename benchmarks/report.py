@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> str:
         breakout_tuning_section(results_dir),
         *minatar_sections(results_dir, images_dir, docs_dir, args.minatar_seeds),
         atari5_section(results_dir, images_dir, docs_dir),
-        atari5_v2_section(results_dir),
+        atari5_v2_section(results_dir, images_dir, docs_dir),
         mujoco_section(results_dir, images_dir, docs_dir),
     ]
     page = fill(

@@ -11,7 +11,7 @@ median, the diagnostics at the end of the runs, and the aggregate over the games
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -210,35 +210,50 @@ def binned_diagnostic(records: list[dict[str, Any]], key: str, sign: int = 1) ->
     return ends, np.array(rows, dtype=float)
 
 
-def plot_atari_entropy(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path) -> None:
+class Entry(NamedTuple):
+    """How the figures draw a set of runs: the algorithm its records are of, its name and its color."""
+
+    algo: str
+    label: str
+    color: str
+
+
+#: Section 6's entries: each algorithm's ``atari`` entry
+ATARI_ENTRIES = {algo: Entry(algo, ALGO_LABELS[algo], COLORS[algo]) for algo in ATARI_ALGOS}
+
+
+def plot_atari_entropy(
+    runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path, entries: dict[str, Entry], title: str
+) -> None:
     """
-    A panel per game: each algorithm's policy entropy against steps (every run thin, the mean over runs thick), and
-    TRPOPlus's line-search acceptance (the share of its updates whose step was accepted, mean over runs) on the right.
+    A panel per game: each entry's policy entropy against steps (every run thin, the mean over runs thick), and each
+    TRPOPlus entry's line-search acceptance (the share of its updates whose step was accepted, mean over runs, dashed)
+    on the right.
     """
     plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
-    plus_algo = ATARI_ALGOS[0]
-    for ax, (game, by_algo) in zip(axes.flat, runs.items()):
-        for algo, records in by_algo.items():
-            ends, values = binned_diagnostic(list(records.values()), *ATARI_DIAGNOSTICS[algo]["entropy"])
+    for ax, (game, by_entry) in zip(axes.flat, runs.items()):
+        right = ax.twinx()
+        for key, records in by_entry.items():
+            entry = entries[key]
+            ends, values = binned_diagnostic(list(records.values()), *ATARI_DIAGNOSTICS[entry.algo]["entropy"])
             if not len(values):
                 continue
             for run in values:
-                ax.plot(ends, run, color=COLORS[algo], alpha=0.35, linewidth=0.8)
-            ax.plot(ends, np.nanmean(values, axis=0), color=COLORS[algo], label=f"{ALGO_LABELS[algo]} entropy")
-        ends, accepted = binned_diagnostic(list(by_algo[plus_algo].values()), ATARI_ACCEPTANCE_KEY)
-        right = ax.twinx()
-        if len(accepted):
-            right.plot(ends, np.nanmean(accepted, axis=0), color="black", linestyle="--", linewidth=1)
-            # the legend is the left axis's: an empty line of the same style names the right one's
-            ax.plot([], [], color="black", linestyle="--", linewidth=1, label=f"{ALGO_LABELS[plus_algo]} accepted")
+                ax.plot(ends, run, color=entry.color, alpha=0.35, linewidth=0.8)
+            ax.plot(ends, np.nanmean(values, axis=0), color=entry.color, label=f"{entry.label} entropy")
+            ends, accepted = binned_diagnostic(list(records.values()), ATARI_ACCEPTANCE_KEY)
+            if len(accepted):
+                right.plot(ends, np.nanmean(accepted, axis=0), color=entry.color, linestyle="--", linewidth=1)
+                # the legend is the left axis's: an empty line of the same style names the right one's
+                ax.plot([], [], color=entry.color, linestyle="--", linewidth=1, label=f"{entry.label} accepted")
         right.set_ylim(0, 1.05)
         right.set_ylabel("line search accepted", fontsize=8)
         ax.set_ylim(bottom=0)
         finish_axes(ax, game, 7, ylabel="entropy (nats)")
     for ax in list(axes.flat)[len(runs) :]:
         ax.axis("off")
-    fig.suptitle("Atari-5, 1M steps: policy entropy (mean per 50k steps) and TRPOPlus's line-search acceptance", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     save_figure(fig, path)
 
 
@@ -392,7 +407,12 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     # the per-game details follow the aggregate
     details = [fill("atari5.human", rows="\n".join(human_rows), **{f"game{i}": labels[g] for i, g in enumerate(ATARI5)})]
     entropy_image = images_dir / "atari5_entropy.png"
-    plot_atari_entropy(runs, entropy_image)
+    plot_atari_entropy(
+        runs,
+        entropy_image,
+        ATARI_ENTRIES,
+        "Atari-5, 1M steps: policy entropy (mean per 50k steps) and TRPOPlus's line-search acceptance",
+    )
     details.append(
         fill(
             "atari5.diagnostics",
@@ -472,7 +492,11 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
 #: ``atari_v2/atari/<game>/trpo_plus/``, read beside the first measurement's TRPOPlus and PPO records and random scores
 ATARI_V2_DIR = "atari_v2"
 #: The three entries of the comparison, in the tables' order
-ATARI_V2_ENTRIES = {"first": "TRPOPlus, first entry", "floor": "TRPOPlus + entropy floor 0.3", "ppo": "PPO"}
+ATARI_V2_ENTRIES = {
+    "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
+    "floor": Entry("trpo_plus", "TRPOPlus + entropy floor 0.3", "tab:purple"),
+    "ppo": ATARI_ENTRIES["ppo"],
+}
 
 
 def atari5_v2_runs(results_dir: Path) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
@@ -490,7 +514,7 @@ def against_ppo(by_entry: dict[str, dict[int, dict[str, Any]]], entry: str, seed
     return {"trpo_plus": {s: by_entry[entry][s] for s in seeds}, "ppo": by_entry["ppo"]}
 
 
-def atari5_v2_section(results_dir: Path) -> str:
+def atari5_v2_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """
     The second measurement beside the first. Per game: each entry's IQM, and the runs that collapsed on the seeds all
     three have. Over the games: each TRPOPlus entry against PPO as section 6 computes it (on the seeds it shares with
@@ -502,7 +526,8 @@ def atari5_v2_section(results_dir: Path) -> str:
     entries = ("first", "floor")
     with_ppo = {e: {g: sorted(set(runs[g][e]) & set(runs[g]["ppo"])) for g in ATARI5} for e in entries}
     shared = {g: sorted(set(with_ppo["first"][g]) & set(with_ppo["floor"][g])) for g in ATARI5}
-    labels = {game: game_label(game, by_entry, ATARI_V2_ENTRIES) for game, by_entry in runs.items()}
+    names = {key: entry.label for key, entry in ATARI_V2_ENTRIES.items()}
+    labels = {game: game_label(game, by_entry, names) for game, by_entry in runs.items()}
     rows, places = [], {}
     for game, by_entry in runs.items():
         iqm = {
@@ -530,7 +555,28 @@ def atari5_v2_section(results_dir: Path) -> str:
                 counts=" / ".join(str(len(records)) for records in by_entry.values()),
             )
         )
-    parts = [fill("atari5_v2", rows="\n".join(rows), min_seeds=ATARI_MIN_SEEDS)]
+    curves, entropy = images_dir / "atari5_v2_curves.png", images_dir / "atari5_v2_entropy.png"
+    plot_curve_panels(
+        {game: {names[key]: list(records.values()) for key, records in by_entry.items()} for game, by_entry in runs.items()},
+        curves,
+        "Atari-5, 1M steps, both TRPOPlus entries: evaluation return (mean over seeds, 95% bootstrap CI)",
+        colors={entry.label: entry.color for entry in ATARI_V2_ENTRIES.values()},
+    )
+    plot_atari_entropy(
+        runs,
+        entropy,
+        ATARI_V2_ENTRIES,
+        "Atari-5, 1M steps: policy entropy (mean per 50k steps) and line-search acceptance of both TRPOPlus entries",
+    )
+    parts = [
+        fill(
+            "atari5_v2",
+            rows="\n".join(rows),
+            min_seeds=ATARI_MIN_SEEDS,
+            curves=image_link(curves, docs_dir),
+            entropy=image_link(entropy, docs_dir),
+        )
+    ]
     n_seeds = {e: min(len(seeds) for seeds in with_ppo[e].values()) for e in entries}
     n_shared = min(len(seeds) for seeds in shared.values())
     if min(n_seeds["floor"], n_shared) < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
@@ -574,10 +620,8 @@ def atari5_v2_section(results_dir: Path) -> str:
             "atari5_v2.aggregate",
             n_first=n_seeds["first"],
             n_floor=n_seeds["floor"],
-            rows=fill_each("atari5.aggregate.row", ({"label": label, **headline[e]} for e, label in ATARI_V2_ENTRIES.items())),
-            ppo_rows=fill_each(
-                "minatar.aggregate.row", ({"label": label, **by_ppo[e]} for e, label in ATARI_V2_ENTRIES.items())
-            ),
+            rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in ATARI_V2_ENTRIES)),
+            ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in ATARI_V2_ENTRIES)),
             gains=", ".join(
                 f"{g} +{score_text(scale[i])} ({on_scale['first'][i]:.1f}x / {on_scale['floor'][i]:.1f}x)"
                 for i, g in enumerate(ATARI5)

@@ -122,12 +122,14 @@ def plot_mean_curves(
             ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
 
 
-def plot_curve_panels(panels: dict[str, dict[str, list[dict[str, Any]]]], path: Path, title: str) -> None:
+def plot_curve_panels(
+    panels: dict[str, dict[str, list[dict[str, Any]]]], path: Path, title: str, colors: dict[str, str] | None = None
+) -> None:
     """A 2x3 grid, a panel per title: one line per algorithm, its mean curve over seeds with a 95% bootstrap band."""
     plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
     for ax, (panel, by_algo) in zip(axes.flat, panels.items()):
-        plot_mean_curves(ax, by_algo)
+        plot_mean_curves(ax, by_algo, colors=colors)
         finish_axes(ax, panel, 7, ylabel="return")
         if not ax.lines:
             ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)

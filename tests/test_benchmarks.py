@@ -910,7 +910,7 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     # on the game to 2, so the no-collapse test asks 0.5 nats there
     write_atari_run(tmp_path, "BattleZone", "ppo", 3, random_scores["BattleZone"] + 103, entropy=5.0)
     # a game short of seeds of the floor: no aggregate yet
-    text = report_atari.atari5_v2_section(tmp_path)
+    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
     assert (
         "| Qbert | 251 [250, 252] | 100 [100, 101] | 151 [150, 152] | not yet (2 of 3 seeds) | 0 / 0 of 2 | 3 / 2 / 3 |"
         in text
@@ -922,7 +922,7 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     # seeds the floor shares with it (0.25); the floor collapses as often as the first entry, so it does not ship
     write_atari_run(second, "Qbert", "trpo_plus", 2, random_scores["Qbert"] + 52)
     write_atari_run(second, "BattleZone", "trpo_plus", 0, random_scores["BattleZone"] + 300, entropy=0.4)
-    text = report_atari.atari5_v2_section(tmp_path)
+    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
     # the first entry's headline row is section 6's, on the same records and seeds
     first = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     first_row = next(line for line in first.splitlines() if line.startswith("| TRPOPlus | ") and line.count("[") == 3)
@@ -940,10 +940,12 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     assert "fewer collapsed runs than the first entry (1 against 1): **missed**" in text
     assert f"({floor_iqm:.2f}% against {human_iqm(lambda g: 200):.2f}%): **met**" in text
     assert "The floor does not ship: the `atari` entry stays." in text
+    for image in ("atari5_v2_curves.png", "atari5_v2_entropy.png"):
+        assert f"(images/{image})" in text and (tmp_path / "images" / image).is_file()
 
     # without that collapse, the floor ships
     write_atari_run(second, "BattleZone", "trpo_plus", 0, random_scores["BattleZone"] + 300)
-    text = report_atari.atari5_v2_section(tmp_path)
+    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
     assert "runs below: 0 of 15 runs | **met** |" in text
     assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
     assert "The floor ships: it becomes the `atari` entry." in text
@@ -952,6 +954,6 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     for game, random_score in random_scores.items():
         for seed in range(3):
             write_atari_run(second, game, "trpo_plus", seed, random_score + 150 + seed)
-    text = report_atari.atari5_v2_section(tmp_path)
+    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
     assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
     assert "**missed**. The floor does not ship: the `atari` entry stays." in text
