@@ -334,6 +334,29 @@ def collapsed_runs(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], seeds:
     return failures, checked
 
 
+def done_test_fields(
+    places: dict[str, int], plus: dict[str, Interval], ppo: dict[str, Interval], failures: list[str], checked: int
+) -> dict[str, Any]:
+    """The issue's done tests of a TRPOPlus entry against PPO, as template fields: no game behind, the human-normalized
+    IQM and median ratios, and the collapse count (``collapsed_runs``)."""
+    behind = [game for game, place in places.items() if place < 0]
+    ratio = {name: plus[name].point / ppo[name].point for name in ("iqm", "median")}
+    return {
+        "behind": ", ".join(behind) or "none",
+        "behind_verdict": VERDICT[not behind],
+        "target_ratio": ATARI_TARGET_RATIO,
+        "iqm_ratio": ratio["iqm"],
+        "iqm_verdict": VERDICT[bool(ratio["iqm"] >= ATARI_TARGET_RATIO)],
+        "median_ratio": ratio["median"],
+        "median_verdict": VERDICT[bool(ratio["median"] >= ATARI_TARGET_RATIO)],
+        "min_acceptance": ATARI_MIN_ACCEPTANCE,
+        "entropy_share": ATARI_MIN_ENTROPY_SHARE,
+        "window": ATARI_DIAGNOSTICS_WINDOW // 1000,
+        "collapsed": f"{len(failures)} of {checked} runs" + (f": {'; '.join(failures)}" if failures else ""),
+        "collapse_verdict": VERDICT[not failures],
+    }
+
+
 def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """Per game and aggregated over the Atari-5 games: the ``atari`` entries of TRPOPlus and PPO, 1M steps."""
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
@@ -454,31 +477,17 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
             image=image_link(profile, docs_dir),
         )
     )
-    behind = [game for game, place in places.items() if place < 0]
-    ratio = {name: headline[plus_algo][name].point / headline[reference][name].point for name in ("iqm", "median")}
-    failures, checked = collapsed_runs(runs, n_seeds)
     plus_by_ppo = by_ppo[plus_algo]["iqm"].point
     parts.append(
         fill(
             "atari5.targets",
             n_seeds=n_seeds,
-            behind=", ".join(behind) or "none",
-            behind_verdict=VERDICT[not behind],
-            target_ratio=ATARI_TARGET_RATIO,
-            iqm_ratio=ratio["iqm"],
-            iqm_verdict=VERDICT[bool(ratio["iqm"] >= ATARI_TARGET_RATIO)],
-            median_ratio=ratio["median"],
-            median_verdict=VERDICT[bool(ratio["median"] >= ATARI_TARGET_RATIO)],
-            min_acceptance=ATARI_MIN_ACCEPTANCE,
-            entropy_share=ATARI_MIN_ENTROPY_SHARE,
-            window=ATARI_DIAGNOSTICS_WINDOW // 1000,
-            collapsed=f"{len(failures)} of {checked} runs" + (f": {'; '.join(failures)}" if failures else ""),
-            collapse_verdict=VERDICT[not failures],
+            **done_test_fields(places, headline[plus_algo], headline[reference], *collapsed_runs(runs, n_seeds)),
             goal=ATARI_GOAL_IQM,
             aim=ATARI_AIM_IQM,
             plus=plus_by_ppo,
             goal_verdict=VERDICT[bool(plus_by_ppo >= ATARI_GOAL_IQM)],
-            aim_verdict=VERDICT[bool(plus_by_ppo >= ATARI_AIM_IQM) and not behind],
+            aim_verdict=VERDICT[bool(plus_by_ppo >= ATARI_AIM_IQM) and all(p >= 0 for p in places.values())],
             ahead=", ".join(g for g, p in places.items() if p > 0) or "none",
             level=", ".join(g for g, p in places.items() if p == 0) or "none",
         )
@@ -603,10 +612,8 @@ def atari5_v2_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> st
     low, high = np.ravel(intervals["pair"])
     on_scale = {e: [metrics_iqm(column) for column in ((raw[e]["trpo_plus"] - offset) / scale).T] for e in entries}
     # the done tests: the entry with the floor against PPO
-    ratio = {name: headline["floor"][name].point / headline["ppo"][name].point for name in ("iqm", "median")}
-    behind = [game for game, place in places.items() if place < 0]
     floor_pair = {g: against_ppo(runs[g], "floor", with_ppo["floor"][g]) for g in ATARI5}
-    failures, checked = collapsed_runs(floor_pair, n_seeds["floor"])
+    done_tests = done_test_fields(places, headline["floor"], headline["ppo"], *collapsed_runs(floor_pair, n_seeds["floor"]))
     # the shipping test: both TRPOPlus entries on the seeds all three have
     ship_pairs = {e: {g: against_ppo(runs[g], e, shared[g]) for g in ATARI5} for e in entries}
     ship_iqm = {
@@ -627,18 +634,7 @@ def atari5_v2_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> st
                 for i, g in enumerate(ATARI5)
             ),
             improvement=Interval(float(np.ravel(points["pair"])[0]), float(low), float(high)),
-            behind=", ".join(behind) or "none",
-            behind_verdict=VERDICT[not behind],
-            target_ratio=ATARI_TARGET_RATIO,
-            iqm_ratio=ratio["iqm"],
-            iqm_verdict=VERDICT[bool(ratio["iqm"] >= ATARI_TARGET_RATIO)],
-            median_ratio=ratio["median"],
-            median_verdict=VERDICT[bool(ratio["median"] >= ATARI_TARGET_RATIO)],
-            min_acceptance=ATARI_MIN_ACCEPTANCE,
-            entropy_share=ATARI_MIN_ENTROPY_SHARE,
-            window=ATARI_DIAGNOSTICS_WINDOW // 1000,
-            collapsed=f"{len(failures)} of {checked} runs" + (f": {'; '.join(failures)}" if failures else ""),
-            collapse_verdict=VERDICT[not failures],
+            **done_tests,
             n_shared=n_shared,
             first_collapsed=ship_collapsed["first"],
             floor_collapsed=ship_collapsed["floor"],
