@@ -251,8 +251,19 @@ def plot_atari_entropy(
         right.set_ylabel("line search accepted", fontsize=8)
         ax.set_ylim(bottom=0)
         finish_axes(ax, game, 7, ylabel="entropy (nats)")
-    for ax in list(axes.flat)[len(runs) :]:
+    # one legend for the figure, in the first spare panel (a panel's own would hide its curves)
+    legend = {}
+    for ax in list(axes.flat)[: len(runs)]:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+        if ax.get_legend():
+            ax.get_legend().remove()
+    spare = list(axes.flat)[len(runs) :]
+    for ax in spare:
         ax.axis("off")
+    if spare:
+        spare[0].legend(legend.values(), legend.keys(), loc="center", fontsize=8, frameon=False)
+    else:
+        fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(title, fontsize=10)
     save_figure(fig, path)
 
