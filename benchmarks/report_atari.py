@@ -260,10 +260,7 @@ def plot_atari_entropy(
     spare = list(axes.flat)[len(runs) :]
     for ax in spare:
         ax.axis("off")
-    if spare:
-        spare[0].legend(legend.values(), legend.keys(), loc="center", fontsize=8, frameon=False)
-    else:
-        fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8)
+    spare[0].legend(legend.values(), legend.keys(), loc="center", fontsize=8, frameon=False)  # 5 games, 6 panels
     fig.suptitle(title, fontsize=10)
     save_figure(fig, path)
 
