@@ -1,19 +1,28 @@
 """
 Section 5 of the report (``benchmarks.report``): the MinAtar games, TRPOPlus against PPO normalized by random = 0
 (``minatar_random.json``, from ``benchmarks.minatar_random``) and PPO = 1, per game and aggregated over the games, with
-the goal of issue 12; and 5.1, the entry before the last tuning on the seeds it was run on, when its runs are kept.
+the goal of issue 12; 5.1, the entry before the last tuning on the seeds it was run on, when its runs are kept; and
+5.2, both entries at 5M steps (``minatar_5m/``, read as ``benchmarks/results/minatar_5m/rule.md`` says).
 """
 
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from benchmarks._common import ALGO_LABELS
+from benchmarks.report_atari import ATARI_ACCEPTANCE_KEY, ATARI_DIAGNOSTICS, ATARI_MIN_ACCEPTANCE, late_diagnostic
 from benchmarks.report_common import NOT_RUN, VERDICT, Shown, fill, fill_each, image_link, paragraphs, read_json
 from benchmarks.report_learning import load_learning
-from benchmarks.report_stats import BOOTSTRAP_REPS, BOOTSTRAP_SEED, interval_estimates, plot_performance_profile
+from benchmarks.report_stats import (
+    BOOTSTRAP_REPS,
+    BOOTSTRAP_SEED,
+    interval_estimates,
+    metrics_iqm,
+    plot_performance_profile,
+)
 
 #: The MinAtar games (more are taken from the results); seeds of the comparison: seed 0 chose the values of the entry
 #: before 2026-11-25 (docs/zoo.md), so it is left out for both entries (``--minatar-seeds`` to change)
@@ -28,6 +37,19 @@ MINATAR_PREVIOUS_ENTRY = "minatar_previous_entry"
 MINATAR_PREVIOUS_ENTRY_SEEDS = [1, 2, 3]
 #: The MinAtar comparison: TRPOPlus against the second, which normalizes the scores (random = 0, it = 1)
 MINATAR_ALGOS = ("trpo_plus", "ppo")
+#: Section 5.2, the entries at 5M steps (``benchmarks/results/minatar_5m/rule.md``): where its runs are kept, their
+#: seeds and budget; the evaluation it compares the end with (2M, section 5's budget), the last three evaluations and
+#: the three before the last 1M; the steps at the end its diagnostics average over; the aggregate's goal; and the
+#: no-collapse test's share of PPO's entropy (the line-search acceptance's is ``ATARI_MIN_ACCEPTANCE``, as on Atari-5)
+MINATAR_5M = "minatar_5m"
+MINATAR_5M_SEEDS = [1, 2, 3]
+MINATAR_5M_BUDGET = 5_000_000
+MINATAR_5M_AT = 2_000_000
+MINATAR_5M_LAST = (4_500_000, 4_750_000, 5_000_000)
+MINATAR_5M_BEFORE = (3_500_000, 3_750_000, 4_000_000)
+MINATAR_5M_WINDOW = 500_000
+MINATAR_5M_GOAL_IQM = 1.2
+MINATAR_5M_ENTROPY_SHARE = 0.25
 #: Words of the computed sentences: a game below PPO's interval, and a count of games
 BELOW = {True: "**yes**", False: "no"}
 NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -162,12 +184,152 @@ def minatar_section(
     return paragraphs(intro, aggregate, goal)
 
 
+# --- 5.2: both entries at 5M steps ----------------------------------------------------------------------------------
+
+
+def evaluation_at(record: dict[str, Any], step: int) -> float | None:
+    """The mean return of the run's evaluation at ``step``: the first one from ``step`` on, within one evaluation
+    interval (``None`` when the run has none there)."""
+    curve, freq = record["curve"], record["evaluation"]["freq"]
+    return next((mean for t, mean in zip(curve["timesteps"], curve["mean"]) if step <= t < step + freq), None)
+
+
+def mean_evaluation(record: dict[str, Any], steps: Iterable[int]) -> float | None:
+    """The mean of the run's evaluations at ``steps`` (``None`` when one is missing)."""
+    values = [evaluation_at(record, step) for step in steps]
+    return None if None in values else float(np.mean(values))
+
+
+def keeps_2m(record: dict[str, Any]) -> bool:
+    """The rule's test 2: the mean of the last three evaluations at least the run's own evaluation at 2M."""
+    at, last = evaluation_at(record, MINATAR_5M_AT), mean_evaluation(record, MINATAR_5M_LAST)
+    return at is not None and last is not None and last >= at
+
+
+def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
+    """
+    Both MinAtar entries at 5M steps, seeds ``MINATAR_5M_SEEDS`` (``results_dir / MINATAR_5M``): per game and
+    algorithm the IQM at 2M and at 5M, how many runs keep their 2M evaluation and still rise in the last 1M, entropy
+    and line-search acceptance at the end and the no-collapse test; once every game has every seed of both, the
+    aggregate normalized by random = 0 and PPO's IQM = 1, and the issue's tests.
+    """
+    runs = load_learning(results_dir / MINATAR_5M)
+    random_scores = (read_json(results_dir / "minatar_random.json") or {}).get("games", {})
+    plus_algo, reference = MINATAR_ALGOS
+    rows, normalized, complete, dropped = [], {algo: [] for algo in MINATAR_ALGOS}, [], []
+    for game in minatar_games(runs):
+        env_id = f"MinAtar/{game}-v1"
+        by_algo = {
+            algo: {
+                record["seed"]: record
+                for record in runs.get(env_id, {}).get(algo, [])
+                if record["seed"] in MINATAR_5M_SEEDS and record["n_timesteps"] == MINATAR_5M_BUDGET
+            }
+            for algo in MINATAR_ALGOS
+        }
+        key, sign = ATARI_DIAGNOSTICS[reference]["entropy"]
+        ppo_entropy = [late_diagnostic(r, key, MINATAR_5M_WINDOW) for r in by_algo[reference].values()]
+        ppo_entropy = [sign * value for value in ppo_entropy if value is not None]
+        entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else None
+        for algo, records in by_algo.items():
+            if not records:
+                rows.append(fill("minatar5m.row.not_run", game=game, label=ALGO_LABELS[algo]))
+                continue
+            finals = np.array([record["final"]["mean"] for record in records.values()])
+            at_2m = [value for record in records.values() if (value := evaluation_at(record, MINATAR_5M_AT)) is not None]
+            key, sign = ATARI_DIAGNOSTICS[algo]["entropy"]
+            entropy = [late_diagnostic(record, key, MINATAR_5M_WINDOW) for record in records.values()]
+            accepted = [late_diagnostic(record, ATARI_ACCEPTANCE_KEY, MINATAR_5M_WINDOW) for record in records.values()]
+            rising = [
+                (last, before)
+                for record in records.values()
+                if (last := mean_evaluation(record, MINATAR_5M_LAST)) is not None
+                and (before := mean_evaluation(record, MINATAR_5M_BEFORE)) is not None
+            ]
+            if algo == plus_algo and entropy_floor is not None:
+                collapsed = sum(
+                    not (a is not None and a >= ATARI_MIN_ACCEPTANCE and e is not None and e >= entropy_floor)
+                    for a, e in zip(accepted, entropy)
+                )
+                collapsed_text = f"{collapsed} of {len(records)}"
+            else:
+                collapsed_text = "n/a"
+            if algo == plus_algo:
+                dropped += [
+                    f"{game} seed {seed} (2M: {Shown(evaluation_at(record, MINATAR_5M_AT)):.1f}, last three: "
+                    f"{Shown(mean_evaluation(record, MINATAR_5M_LAST)):.1f})"
+                    for seed, record in records.items()
+                    if not keeps_2m(record)
+                ]
+            rows.append(
+                fill(
+                    "minatar5m.row",
+                    game=game,
+                    label=ALGO_LABELS[algo],
+                    seeds=", ".join(map(str, records)),
+                    at_2m=Shown(metrics_iqm(at_2m) if at_2m else None),
+                    at_5m=interval_estimates({algo: finals})[algo]["iqm"],
+                    kept=f"{sum(keeps_2m(record) for record in records.values())} of {len(records)}",
+                    rising=f"{sum(last > before for last, before in rising)} of {len(rising)}",
+                    entropy=Shown(sign * float(np.mean(entropy)) if None not in entropy else None),
+                    accepted=Shown(float(np.mean(accepted)) if None not in accepted else None),
+                    collapsed=collapsed_text,
+                )
+            )
+        random_score = random_scores.get(env_id, {}).get("mean")
+        if random_score is not None and all(set(MINATAR_5M_SEEDS) <= set(records) for records in by_algo.values()):
+            complete.append(game)
+            scale = metrics_iqm([by_algo[reference][seed]["final"]["mean"] for seed in MINATAR_5M_SEEDS]) - random_score
+            for algo in MINATAR_ALGOS:
+                finals = [by_algo[algo][seed]["final"]["mean"] for seed in MINATAR_5M_SEEDS]
+                normalized[algo].append([(final - random_score) / scale for final in finals])
+    intro = fill(
+        "minatar5m",
+        seeds=", ".join(map(str, MINATAR_5M_SEEDS)),
+        window=MINATAR_5M_WINDOW // 1000,
+        min_acceptance=ATARI_MIN_ACCEPTANCE,
+        entropy_share=MINATAR_5M_ENTROPY_SHARE,
+        bootstrap_reps=BOOTSTRAP_REPS,
+        bootstrap_seed=BOOTSTRAP_SEED,
+    )
+    if not runs:
+        return paragraphs(intro, fill("minatar5m.no_runs"))
+    intro = paragraphs(intro, fill("minatar5m.table", rows="\n".join(rows)))
+    games = minatar_games(runs)
+    if len(complete) < len(games):
+        return paragraphs(intro, fill("minatar5m.not_yet", complete=len(complete), total=len(games)))
+    scores = {algo: np.array(values).T for algo, values in normalized.items()}  # (seeds, games)
+    estimates = interval_estimates(scores)
+    profile = images_dir / "minatar5m_profile.png"
+    seeds = ", ".join(map(str, MINATAR_5M_SEEDS))
+    title = f"MinAtar at 5M steps: performance profile (all runs of all {len(games)} games, seeds {seeds})"
+    plot_performance_profile(scores, profile, title, "PPO's IQM")
+    aggregate = fill(
+        "minatar.aggregate",
+        games=fill("minatar.aggregate.all", count=_number_word(len(games))),
+        rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[algo], **estimates[algo]} for algo in MINATAR_ALGOS)),
+        image=image_link(profile, docs_dir),
+    )
+    plus_iqm = estimates[plus_algo]["iqm"]
+    tests = fill(
+        "minatar5m.tests",
+        goal=MINATAR_5M_GOAL_IQM,
+        iqm=plus_iqm,
+        iqm_verdict=VERDICT[bool(plus_iqm.point >= MINATAR_5M_GOAL_IQM)],
+        kept_verdict=VERDICT[not dropped],
+        dropped="; ".join(dropped) or "none",
+    )
+    return paragraphs(intro, aggregate, tests)
+
+
 def minatar_sections(results_dir: Path, images_dir: Path, docs_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> list[str]:
-    """Section 5 on ``seeds``, and 5.1 (the entry before, when its runs are kept) on the seeds it was run on."""
+    """Section 5 on ``seeds``, 5.1 (the entry before, when its runs are kept) on the seeds it was run on, and 5.2 (both
+    entries at 5M steps)."""
     sections = [minatar_section(results_dir, images_dir, docs_dir, seeds)]
     if (results_dir / MINATAR_PREVIOUS_ENTRY / "learning").is_dir():
         previous = results_dir / MINATAR_PREVIOUS_ENTRY
         sections.append(
             minatar_section(results_dir, images_dir, docs_dir, MINATAR_PREVIOUS_ENTRY_SEEDS, previous, "minatar.previous")
         )
+    sections.append(minatar_5m_section(results_dir, images_dir, docs_dir))
     return sections

@@ -428,11 +428,72 @@ def test_minatar_previous_entry_keeps_its_seeds(tmp_path, monkeypatch):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 record = {"env_id": env_id, "algo": algo, "seed": seed, "final": {"mean": 10.0 + seed}}
                 path.write_text(json.dumps(record))
-    now, before = report_minatar.minatar_sections(tmp_path, tmp_path / "images", tmp_path, now_seeds)
+    now, before, _ = report_minatar.minatar_sections(tmp_path, tmp_path / "images", tmp_path, now_seeds)
     n_now, n_before = len(now_seeds), len(previous_seeds)
     assert f"| {n_now} / {n_now} |" in now and "Goal (" in now
     assert f"| {n_before} / {n_before} |" in before and "Goal (" in before
     assert f"its runs (seeds {', '.join(map(str, previous_seeds))})" in before
+
+
+def test_minatar_5m_section(tmp_path, monkeypatch):
+    # Section 5.2 as benchmarks/results/minatar_5m/rule.md reads it: random 0 and PPO's IQM (20 of 10, 20, 30) = 1
+    # make TRPOPlus's 40 a 2.0; a run above its 2M evaluation at the end keeps it, one whose 2M was higher does not;
+    # low entropy over the last 500k steps only is a collapse; 2M-step records are not 5M runs
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    games = report_minatar.MINATAR_GAMES
+    (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 0.0} for g in games}}))
+    steps = list(range(0, 5_000_001, 250_000))
+
+    def write(algo, game, seed, final, curve, entropy, n_timesteps=5_000_000):
+        env_id = f"MinAtar/{game}-v1"
+        path = tmp_path / "minatar_5m" / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key, sign = ("train/entropy", 1) if algo == "trpo_plus" else ("train/entropy_loss", -1)
+        diagnostics = {"bin_end": steps[1:], "n_updates": [10] * 20, key: [sign * e for e in entropy]}
+        if algo == "trpo_plus":
+            diagnostics["train/is_line_search_success"] = [1.0] * 20
+        record = {
+            "env_id": env_id,
+            "algo": algo,
+            "seed": seed,
+            "n_timesteps": n_timesteps,
+            "final": {"mean": final},
+            "evaluation": {"freq": 250_000},
+            # evaluations land just past each multiple of the frequency, as the harness's do
+            "curve": {"timesteps": [t + 96 * bool(t) for t in steps], "mean": [curve(t) for t in steps]},
+            "diagnostics": diagnostics,
+        }
+        path.write_text(json.dumps(record))
+
+    def plus_curve(at_2m):
+        return lambda t: at_2m if t == 2_000_000 else 35.0 if 3_500_000 <= t <= 4_000_000 else 40.0
+
+    for game in games:
+        for seed in (1, 2, 3):
+            write("ppo", game, seed, 10.0 * seed, lambda t: 10.0, [1.0] * 20)
+            at_2m = 50.0 if (game, seed) == ("Freeway", 2) else 30.0
+            entropy = [0.5] * 18 + ([0.1, 0.1] if (game, seed) == ("Breakout", 3) else [0.5, 0.5])
+            if (game, seed) != ("Seaquest", 3):
+                write("trpo_plus", game, seed, 40.0, plus_curve(at_2m), entropy)
+    write("trpo_plus", "Seaquest", 3, 40.0, plus_curve(30.0), [0.5] * 20, n_timesteps=2_000_000)
+    text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| Seaquest | TRPOPlus | 1, 2 |" in text and "not yet (4 of 5 games" in text
+    write("trpo_plus", "Seaquest", 3, 40.0, plus_curve(30.0), [0.5] * 20)
+    text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
+    rows = {tuple(line.split(" | ")[:2]): line for line in text.splitlines() if line.startswith("| ") and " | " in line}
+    assert rows["| Breakout", "TRPOPlus"] == (
+        "| Breakout | TRPOPlus | 1, 2, 3 | 30.0 | 40.0 [40.0, 40.0] | 3 of 3 | 3 of 3 | 0.37 | 1.00 | 1 of 3 |"
+    )
+    assert rows["| Freeway", "TRPOPlus"].split(" | ")[3:6] == ["36.7", "40.0 [40.0, 40.0]", "2 of 3"]
+    assert (
+        rows["| Asterix", "PPO"]
+        == "| Asterix | PPO | 1, 2, 3 | 10.0 | 20.0 [10.0, 30.0] | 3 of 3 | 0 of 3 | 1.00 | n/a | n/a |"
+    )
+    assert rows["| TRPOPlus", "2.00 [2.00, 2.00]"] and (tmp_path / "images" / "minatar5m_profile.png").is_file()
+    assert text.endswith(
+        "aggregate IQM of TRPOPlus >= 1.2: **met** (2.00 [2.00, 2.00]); every TRPOPlus run keeps its 2M evaluation: "
+        "**missed** (runs that do not: Freeway seed 2 (2M: 50.0, last three: 40.0))."
+    )
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
