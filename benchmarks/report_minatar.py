@@ -6,7 +6,7 @@ the goal of issue 12; 5.1, the entry before the last tuning on the seeds it was 
 """
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -188,8 +188,11 @@ def minatar_section(
 
 
 def evaluation_at(record: dict[str, Any], step: int) -> float | None:
-    """The mean return of the run's evaluation at ``step``: the first one from ``step`` on, within one evaluation
-    interval (``None`` when the run has none there)."""
+    """
+    The mean return of the run's periodic evaluation at ``step``: the first one from ``step`` on, within one
+    evaluation interval (``None`` when the run has none there). The final evaluation, a few steps past the budget's
+    periodic one, is the run's score, not one of these.
+    """
     curve, freq = record["curve"], record["evaluation"]["freq"]
     return next((mean for t, mean in zip(curve["timesteps"], curve["mean"]) if step <= t < step + freq), None)
 
@@ -200,92 +203,116 @@ def mean_evaluation(record: dict[str, Any], steps: Iterable[int]) -> float | Non
     return None if None in values else float(np.mean(values))
 
 
-def keeps_2m(record: dict[str, Any]) -> bool:
-    """The rule's test 2: the mean of the last three evaluations at least the run's own evaluation at 2M."""
-    at, last = evaluation_at(record, MINATAR_5M_AT), mean_evaluation(record, MINATAR_5M_LAST)
-    return at is not None and last is not None and last >= at
+def run_5m_facts(record: dict[str, Any], algo: str) -> dict[str, Any]:
+    """What 5.2 reads of one run: its evaluation at 2M, the means of its last three and of the three before the last
+    1M, and its entropy (PPO's with the sign turned) and line-search acceptance over the last steps (``None``: not
+    in the record)."""
+    key, sign = ATARI_DIAGNOSTICS[algo]["entropy"]
+    entropy = late_diagnostic(record, key, MINATAR_5M_WINDOW)
+    return {
+        "final": record["final"]["mean"],
+        "at_2m": evaluation_at(record, MINATAR_5M_AT),
+        "last": mean_evaluation(record, MINATAR_5M_LAST),
+        "before": mean_evaluation(record, MINATAR_5M_BEFORE),
+        "entropy": None if entropy is None else sign * entropy,
+        "accepted": late_diagnostic(record, ATARI_ACCEPTANCE_KEY, MINATAR_5M_WINDOW),
+    }
+
+
+def _measured(values: Iterable[float | None]) -> list[float]:
+    return [value for value in values if value is not None]
+
+
+def _count(facts: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool | None]) -> str:
+    """``k of n`` over the runs the test can be read on (``None``: a value it needs is not in the record)."""
+    results = _measured(test(fact) for fact in facts)
+    return f"{sum(results)} of {len(results)}" + (f" ({len(facts) - len(results)} n/a)" if len(results) < len(facts) else "")
+
+
+def _keeps(fact: dict[str, Any]) -> bool | None:
+    """The rule's test 2: the mean of the last three evaluations at least the run's evaluation at 2M."""
+    return None if fact["at_2m"] is None or fact["last"] is None else fact["last"] >= fact["at_2m"]
+
+
+def _rises(fact: dict[str, Any]) -> bool | None:
+    return None if fact["before"] is None or fact["last"] is None else fact["last"] > fact["before"]
+
+
+def _collapse(fact: dict[str, Any], entropy_floor: float | None) -> str | None:
+    """Why a TRPOPlus run fails the no-collapse test (``None`` when it passes)."""
+    low = []
+    if fact["accepted"] is None or fact["accepted"] < ATARI_MIN_ACCEPTANCE:
+        low.append(f"accepted {Shown(fact['accepted']):.2f}")
+    if fact["entropy"] is None or entropy_floor is None or not fact["entropy"] >= entropy_floor:
+        low.append(f"entropy {Shown(fact['entropy']):.2g} against {Shown(entropy_floor):.2g}")
+    return ", ".join(low) or None
 
 
 def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """
-    Both MinAtar entries at 5M steps, seeds ``MINATAR_5M_SEEDS`` (``results_dir / MINATAR_5M``): per game and
-    algorithm the IQM at 2M and at 5M, how many runs keep their 2M evaluation and still rise in the last 1M, entropy
-    and line-search acceptance at the end and the no-collapse test; once every game has every seed of both, the
-    aggregate normalized by random = 0 and PPO's IQM = 1, and the issue's tests.
+    Both MinAtar entries at 5M steps on ``MINATAR_GAMES``, seeds ``MINATAR_5M_SEEDS`` (``results_dir / MINATAR_5M``):
+    per game and algorithm the IQM at 2M and at 5M, how many runs keep their 2M evaluation and still rise in the last
+    1M, entropy and line-search acceptance at the end and the no-collapse test; once every game has every seed of
+    both, the aggregate normalized by random = 0 and PPO's IQM = 1, and the issue's tests.
     """
     runs = load_learning(results_dir / MINATAR_5M)
     random_scores = (read_json(results_dir / "minatar_random.json") or {}).get("games", {})
     plus_algo, reference = MINATAR_ALGOS
-    rows, normalized, complete, dropped = [], {algo: [] for algo in MINATAR_ALGOS}, [], []
-    for game in minatar_games(runs):
+    rows, normalized, complete, dropped, collapsed = [], {algo: [] for algo in MINATAR_ALGOS}, [], [], []
+    for game in MINATAR_GAMES:
         env_id = f"MinAtar/{game}-v1"
-        by_algo = {
+        facts = {
             algo: {
-                record["seed"]: record
+                record["seed"]: run_5m_facts(record, algo)
                 for record in runs.get(env_id, {}).get(algo, [])
                 if record["seed"] in MINATAR_5M_SEEDS and record["n_timesteps"] == MINATAR_5M_BUDGET
             }
             for algo in MINATAR_ALGOS
         }
-        key, sign = ATARI_DIAGNOSTICS[reference]["entropy"]
-        ppo_entropy = [late_diagnostic(r, key, MINATAR_5M_WINDOW) for r in by_algo[reference].values()]
-        ppo_entropy = [sign * value for value in ppo_entropy if value is not None]
+        ppo_entropy = _measured(fact["entropy"] for fact in facts[reference].values())
         entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else None
-        for algo, records in by_algo.items():
-            if not records:
+        for algo, by_seed in facts.items():
+            if not by_seed:
                 rows.append(fill("minatar5m.row.not_run", game=game, label=ALGO_LABELS[algo]))
                 continue
-            finals = np.array([record["final"]["mean"] for record in records.values()])
-            at_2m = [value for record in records.values() if (value := evaluation_at(record, MINATAR_5M_AT)) is not None]
-            key, sign = ATARI_DIAGNOSTICS[algo]["entropy"]
-            entropy = [late_diagnostic(record, key, MINATAR_5M_WINDOW) for record in records.values()]
-            accepted = [late_diagnostic(record, ATARI_ACCEPTANCE_KEY, MINATAR_5M_WINDOW) for record in records.values()]
-            rising = [
-                (last, before)
-                for record in records.values()
-                if (last := mean_evaluation(record, MINATAR_5M_LAST)) is not None
-                and (before := mean_evaluation(record, MINATAR_5M_BEFORE)) is not None
-            ]
-            if algo == plus_algo and entropy_floor is not None:
-                collapsed = sum(
-                    not (a is not None and a >= ATARI_MIN_ACCEPTANCE and e is not None and e >= entropy_floor)
-                    for a, e in zip(accepted, entropy)
-                )
-                collapsed_text = f"{collapsed} of {len(records)}"
-            else:
-                collapsed_text = "n/a"
+            values = list(by_seed.values())
+            at_2m, entropy, accepted = (_measured(fact[key] for fact in values) for key in ("at_2m", "entropy", "accepted"))
+            failures = {}
             if algo == plus_algo:
+                failures = {seed: why for seed, fact in by_seed.items() if (why := _collapse(fact, entropy_floor))}
+                collapsed += [f"{game} seed {seed} ({why})" for seed, why in failures.items()]
                 dropped += [
-                    f"{game} seed {seed} (2M: {Shown(evaluation_at(record, MINATAR_5M_AT)):.1f}, last three: "
-                    f"{Shown(mean_evaluation(record, MINATAR_5M_LAST)):.1f})"
-                    for seed, record in records.items()
-                    if not keeps_2m(record)
+                    f"{game} seed {seed} (2M: {Shown(fact['at_2m']):.1f}, last three: {Shown(fact['last']):.1f})"
+                    for seed, fact in by_seed.items()
+                    if not _keeps(fact)
                 ]
             rows.append(
                 fill(
                     "minatar5m.row",
                     game=game,
                     label=ALGO_LABELS[algo],
-                    seeds=", ".join(map(str, records)),
+                    seeds=", ".join(map(str, by_seed)),
                     at_2m=Shown(metrics_iqm(at_2m) if at_2m else None),
-                    at_5m=interval_estimates({algo: finals})[algo]["iqm"],
-                    kept=f"{sum(keeps_2m(record) for record in records.values())} of {len(records)}",
-                    rising=f"{sum(last > before for last, before in rising)} of {len(rising)}",
-                    entropy=Shown(sign * float(np.mean(entropy)) if None not in entropy else None),
-                    accepted=Shown(float(np.mean(accepted)) if None not in accepted else None),
-                    collapsed=collapsed_text,
+                    at_5m=interval_estimates({algo: np.array([fact["final"] for fact in values])})[algo]["iqm"],
+                    kept=_count(values, _keeps),
+                    rising=_count(values, _rises),
+                    entropy=Shown(float(np.mean(entropy)) if entropy else None),
+                    accepted=Shown(float(np.mean(accepted)) if accepted else None),
+                    collapsed=f"{len(failures)} of {len(values)}" if algo == plus_algo else "n/a",
                 )
             )
         random_score = random_scores.get(env_id, {}).get("mean")
-        if random_score is not None and all(set(MINATAR_5M_SEEDS) <= set(records) for records in by_algo.values()):
+        if random_score is not None and all(set(MINATAR_5M_SEEDS) <= set(by_seed) for by_seed in facts.values()):
             complete.append(game)
-            scale = metrics_iqm([by_algo[reference][seed]["final"]["mean"] for seed in MINATAR_5M_SEEDS]) - random_score
+            scale = metrics_iqm([facts[reference][seed]["final"] for seed in MINATAR_5M_SEEDS]) - random_score
+            if scale <= 0:
+                raise ValueError(f"{env_id}: PPO's IQM at 5M is not above the random policy's {random_score}")
             for algo in MINATAR_ALGOS:
-                finals = [by_algo[algo][seed]["final"]["mean"] for seed in MINATAR_5M_SEEDS]
-                normalized[algo].append([(final - random_score) / scale for final in finals])
+                normalized[algo].append([(facts[algo][seed]["final"] - random_score) / scale for seed in MINATAR_5M_SEEDS])
+    seeds = ", ".join(map(str, MINATAR_5M_SEEDS))
     intro = fill(
         "minatar5m",
-        seeds=", ".join(map(str, MINATAR_5M_SEEDS)),
+        seeds=seeds,
         window=MINATAR_5M_WINDOW // 1000,
         min_acceptance=ATARI_MIN_ACCEPTANCE,
         entropy_share=MINATAR_5M_ENTROPY_SHARE,
@@ -295,18 +322,16 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
     if not runs:
         return paragraphs(intro, fill("minatar5m.no_runs"))
     intro = paragraphs(intro, fill("minatar5m.table", rows="\n".join(rows)))
-    games = minatar_games(runs)
-    if len(complete) < len(games):
-        return paragraphs(intro, fill("minatar5m.not_yet", complete=len(complete), total=len(games)))
+    if len(complete) < len(MINATAR_GAMES):
+        return paragraphs(intro, fill("minatar5m.not_yet", complete=len(complete), total=len(MINATAR_GAMES)))
     scores = {algo: np.array(values).T for algo, values in normalized.items()}  # (seeds, games)
     estimates = interval_estimates(scores)
     profile = images_dir / "minatar5m_profile.png"
-    seeds = ", ".join(map(str, MINATAR_5M_SEEDS))
-    title = f"MinAtar at 5M steps: performance profile (all runs of all {len(games)} games, seeds {seeds})"
+    title = f"MinAtar at 5M steps: performance profile (all runs of all {len(MINATAR_GAMES)} games, seeds {seeds})"
     plot_performance_profile(scores, profile, title, "PPO's IQM")
     aggregate = fill(
         "minatar.aggregate",
-        games=fill("minatar.aggregate.all", count=_number_word(len(games))),
+        games=fill("minatar.aggregate.all", count=_number_word(len(MINATAR_GAMES))),
         rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[algo], **estimates[algo]} for algo in MINATAR_ALGOS)),
         image=image_link(profile, docs_dir),
     )
@@ -318,6 +343,8 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
         iqm_verdict=VERDICT[bool(plus_iqm.point >= MINATAR_5M_GOAL_IQM)],
         kept_verdict=VERDICT[not dropped],
         dropped="; ".join(dropped) or "none",
+        collapse_verdict=VERDICT[not collapsed],
+        collapsed="; ".join(collapsed) or "none",
     )
     return paragraphs(intro, aggregate, tests)
 
