@@ -316,6 +316,17 @@ def ppo_scale(random_scores: dict[str, Any], ppo_iqms: dict[str, float]) -> tupl
     return offset, np.array([ppo_iqms[g] for g in ATARI5]) - offset
 
 
+def collapse_reasons(accepted: float | None, entropy: float | None, floor: float) -> list[str]:
+    """Why a TRPOPlus run fails the no-collapse test (none when it passes): its line-search acceptance below
+    ``ATARI_MIN_ACCEPTANCE``, its mean entropy below ``floor`` (NaN when PPO's is unknown), or either missing."""
+    low = []
+    if accepted is None or accepted < ATARI_MIN_ACCEPTANCE:
+        low.append(f"accepted {Shown(accepted):.2f}")
+    if entropy is None or not entropy >= floor:
+        low.append(f"entropy {Shown(entropy):.2g} nats against {floor:.2f}")
+    return low
+
+
 def collapsed_runs(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], seeds: int) -> tuple[list[str], int]:
     """
     The TRPOPlus runs (of the first ``seeds`` paired seeds of each game) that collapsed over the last
@@ -332,11 +343,7 @@ def collapsed_runs(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], seeds:
             record, checked = by_algo[plus_algo][seed], checked + 1
             accepted = late_diagnostic(record, ATARI_ACCEPTANCE_KEY)
             entropy = late_diagnostic(record, ATARI_DIAGNOSTICS[plus_algo]["entropy"][0])
-            low = []
-            if accepted is None or accepted < ATARI_MIN_ACCEPTANCE:
-                low.append(f"accepted {Shown(accepted):.2f}")
-            if entropy is None or not entropy >= floor:
-                low.append(f"entropy {Shown(entropy):.2g} nats against {floor:.2f}")
+            low = collapse_reasons(accepted, entropy, floor)
             if low:
                 failures.append(f"{game} seed {seed} ({', '.join(low)})")
     return failures, checked

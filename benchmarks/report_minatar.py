@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import ALGO_LABELS
-from benchmarks.report_atari import ATARI_ACCEPTANCE_KEY, ATARI_DIAGNOSTICS, ATARI_MIN_ACCEPTANCE, late_diagnostic
+from benchmarks.report_atari import (
+    ATARI_ACCEPTANCE_KEY,
+    ATARI_DIAGNOSTICS,
+    ATARI_MIN_ACCEPTANCE,
+    collapse_reasons,
+    late_diagnostic,
+)
 from benchmarks.report_common import NOT_RUN, VERDICT, Shown, fill, fill_each, image_link, paragraphs, read_json
 from benchmarks.report_learning import load_learning
 from benchmarks.report_stats import (
@@ -238,16 +244,6 @@ def _rises(fact: dict[str, Any]) -> bool | None:
     return None if fact["before"] is None or fact["last"] is None else fact["last"] > fact["before"]
 
 
-def _collapse(fact: dict[str, Any], entropy_floor: float | None) -> str | None:
-    """Why a TRPOPlus run fails the no-collapse test (``None`` when it passes)."""
-    low = []
-    if fact["accepted"] is None or fact["accepted"] < ATARI_MIN_ACCEPTANCE:
-        low.append(f"accepted {Shown(fact['accepted']):.2f}")
-    if fact["entropy"] is None or entropy_floor is None or not fact["entropy"] >= entropy_floor:
-        low.append(f"entropy {Shown(fact['entropy']):.2g} against {Shown(entropy_floor):.2g}")
-    return ", ".join(low) or None
-
-
 def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """
     Both MinAtar entries at 5M steps on ``MINATAR_GAMES``, seeds ``MINATAR_5M_SEEDS`` (``results_dir / MINATAR_5M``):
@@ -270,7 +266,7 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
             for algo in MINATAR_ALGOS
         }
         ppo_entropy = _measured(fact["entropy"] for fact in facts[reference].values())
-        entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else None
+        entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else float("nan")
         for algo, by_seed in facts.items():
             if not by_seed:
                 rows.append(fill("minatar5m.row.not_run", game=game, label=ALGO_LABELS[algo]))
@@ -279,8 +275,12 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
             at_2m, entropy, accepted = (_measured(fact[key] for fact in values) for key in ("at_2m", "entropy", "accepted"))
             failures = {}
             if algo == plus_algo:
-                failures = {seed: why for seed, fact in by_seed.items() if (why := _collapse(fact, entropy_floor))}
-                collapsed += [f"{game} seed {seed} ({why})" for seed, why in failures.items()]
+                failures = {
+                    seed: why
+                    for seed, fact in by_seed.items()
+                    if (why := collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor))
+                }
+                collapsed += [f"{game} seed {seed} ({', '.join(why)})" for seed, why in failures.items()]
                 dropped += [
                     f"{game} seed {seed} (2M: {Shown(fact['at_2m']):.1f}, last three: {Shown(fact['last']):.1f})"
                     for seed, fact in by_seed.items()

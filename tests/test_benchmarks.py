@@ -510,7 +510,7 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     assert "aggregate IQM of TRPOPlus >= 1.2: **met** (2.67 [" in text
     assert text.endswith(
         "every TRPOPlus run keeps its 2M evaluation: **missed** (runs that do not: Freeway seed 2 (2M: 50.0, last "
-        "three: 40.0)); no TRPOPlus run collapses: **missed** (runs that do: Breakout seed 3 (entropy 0.2 against "
+        "three: 40.0)); no TRPOPlus run collapses: **missed** (runs that do: Breakout seed 3 (entropy 0.2 nats against "
         "0.25); Seaquest seed 1 (accepted 0.85))."
     )
 
