@@ -57,16 +57,25 @@ def _run_order(path: Path) -> tuple[str, int, str]:
     return str(path.parent), int(match.group(1)) if match else -1, path.name
 
 
+#: How the Atari-5 second measurement's Breakout runs (``atari_v2/``, rule ``atari_v2/atari5_rule_v2.md``) are marked
+SECOND_MEASUREMENT = "entropy floor 0.3, second measurement"
+
+
 def breakout_records(results_dir: Path) -> list[dict[str, Any]]:
     """
     Every recorded Breakout run, by algorithm and seed: ``atari/breakout/<algo>/seed<k>.json``, then the variants of
-    an entry (``breakout_variants/NAME/breakout/<algo>/seed<k>.json``), marked with their name.
+    an entry (``breakout_variants/NAME/breakout/<algo>/seed<k>.json``), marked with their name, then the Atari-5
+    second measurement's (``atari_v2/atari/breakout/<algo>/seed<k>.json``), marked ``SECOND_MEASUREMENT``.
     """
     paths = sorted((results_dir / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
     records = [json.loads(path.read_text()) for path in paths]
-    for path in sorted((results_dir / "breakout_variants").glob("*/breakout/*/seed*.json"), key=_run_order):
+    variants = [
+        (path, path.parents[2].name)
+        for path in sorted((results_dir / "breakout_variants").glob("*/breakout/*/seed*.json"), key=_run_order)
+    ]
+    second = sorted((results_dir / "atari_v2" / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
+    for path, variant in [*variants, *((path, SECOND_MEASUREMENT) for path in second)]:
         record = json.loads(path.read_text())
-        variant = path.parents[2].name
         records.append({**record, "algo_label": f"{record['algo_label']} [{variant}]", "variant": variant})
     return records
 

@@ -557,6 +557,21 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "**missed**" in report_breakout.breakout_comparison(worse, tmp_path, tmp_path)
 
 
+def test_breakout_records_mark_variants_and_the_second_measurement(tmp_path):
+    # the entry's runs as they are; a variant's and the Atari-5 second measurement's marked, so that the comparison
+    # of today's entries leaves them out
+    for folder, score in (("atari", 1.0), ("breakout_variants/wide/", 2.0), ("atari_v2/atari", 3.0)):
+        path = tmp_path / folder / "breakout" / "trpo_plus" / "seed0.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"algo_label": "TRPOPlus", "final": {"mean": score}}))
+    records = report_breakout.breakout_records(tmp_path)
+    assert [(r["algo_label"], r.get("variant"), r["final"]["mean"]) for r in records] == [
+        ("TRPOPlus", None, 1.0),
+        ("TRPOPlus [wide]", "wide", 2.0),
+        (f"TRPOPlus [{report_breakout.SECOND_MEASUREMENT}]", report_breakout.SECOND_MEASUREMENT, 3.0),
+    ]
+
+
 def test_breakout_tuning_section(tmp_path):
     # Each candidate's training reward at 500k per seed, and its mean against the entry's over the same seeds; a run
     # without a point at 500k is n/a; the rules are those of the folder and those that give the candidate's command
