@@ -100,10 +100,18 @@ def mujoco_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
         image,
         "MuJoCo, 1M steps: deterministic evaluation return (mean over seeds, 95% bootstrap CI)",
     )
+    walls = [
+        record["wall_s_this_session"] / 60
+        for by_algo in runs.values()
+        for records in by_algo.values()
+        for record in records
+        if "wall_s_this_session" in record
+    ]
     parts = [
         fill(
             "mujoco",
             rows="\n".join(rows),
+            run_minutes=f"{min(walls):.0f}-{max(walls):.0f}" if walls else "n/a",
             min_seeds=MUJOCO_MIN_SEEDS,
             bootstrap_reps=BOOTSTRAP_REPS,
             bootstrap_seed=BOOTSTRAP_SEED,

@@ -766,7 +766,7 @@ def test_mujoco_section(tmp_path, monkeypatch):
         path = root / "learning" / algo / task / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {"algo": algo, "env_id": task, "seed": seed, "curve": {"timesteps": list(steps), "mean": curve}}
-        path.write_text(json.dumps({**record, "final": {"mean": curve[-1]}}))
+        path.write_text(json.dumps({**record, "final": {"mean": curve[-1]}, "wall_s_this_session": 300.0 * (seed + 1)}))
 
     # four seeds of each: not judged yet
     for task in tasks:
@@ -776,6 +776,7 @@ def test_mujoco_section(tmp_path, monkeypatch):
     text = report_mujoco.mujoco_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| Walker2d-v5 (held out) | 0.0 | 110 [110, 110] | 100 [100, 100] | 50 [50, 50] | not yet (< 5 seeds) |" in text
     assert "Aggregate and targets: not yet" in text and "Hopper-v5 4 / 4 / 4" in text
+    assert "a run took 5-20 minutes on one core" in text  # the records' wall times, seeds 0-3
     # the fifth seed: TRPOPlus above both everywhere but Ant, where PPO scores 200 (below that interval)
     for task in tasks:
         for algo, score in (("trpo_plus", 110.0), ("trpo", 100.0), ("ppo", 200.0 if task == "Ant-v5" else 50.0)):
