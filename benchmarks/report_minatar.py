@@ -298,7 +298,12 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                     rising=_count(values, _rises),
                     entropy=Shown(float(np.mean(entropy)) if entropy else None),
                     accepted=Shown(float(np.mean(accepted)) if accepted else None),
-                    collapsed=f"{len(failures)} of {len(values)}" if algo == plus_algo else "n/a",
+                    collapsed=(
+                        "n/a"
+                        if algo != plus_algo
+                        # the row waits for PPO's entropy on the game; the verdict below counts such a run as collapsed
+                        else f"{len(failures)} of {len(values)}" if ppo_entropy else "not yet (no PPO run)"
+                    ),
                 )
             )
         random_score = random_scores.get(env_id, {}).get("mean")

@@ -470,6 +470,10 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
         late = {4_250_000: 20.0, 4_500_000: 36.0, 4_750_000: 39.0, 5_000_000: 45.0}  # the last three: 40
         return {2_000_000: at_2m, **dict(zip((3_500_000, 3_750_000, 4_000_000), before)), **late}
 
+    # a TRPOPlus run on a game PPO has not run yet: no collapse verdict without PPO's entropy
+    write("trpo_plus", "MinAtar/Asterix-v1", 1, 32.0, plus_evaluations(), [0.5] * 20, [1.0] * 20)
+    text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| Asterix | TRPOPlus | 1 |" in text and "| 1.00 | not yet (no PPO run) |" in text
     for game in games:
         env_id = f"MinAtar/{game}-v1"
         for seed, ppo, plus in ((1, 12.0, 32.0), (2, 22.0, 62.0), (3, 62.0, 182.0)):
