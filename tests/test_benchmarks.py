@@ -971,6 +971,49 @@ def test_keep_learning_minatar(tmp_path):
     assert keep_learning.minatar_bins("Seaquest", 100, tmp_path) == "Seaquest: no finished run"
 
 
+def test_keep_learning_k4(tmp_path):
+    """K4's three tests (minatar_k4_rule.md): against the entry's and PPO's runs on the same seed, per seed, then on the
+    mean; the schedule's closing update (radius 0, no line search) is not a rejected step."""
+    from benchmarks.experiments import keep_learning
+
+    steps = [*range(0, 5_000_001, 250_000), 5_000_192]
+    k4_dir, minatar_dir = tmp_path / "minatar_k4", tmp_path / "minatar"
+
+    def write(root, algo, seed, means, entropy=0.5, closed=False):
+        path = root / "learning" / algo / "MinAtar-Breakout-v1" / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # 20 bins of 250k and the closing update's own bin; the last 500k are the last three
+        diagnostics = {"bin_end": list(range(250_000, 5_250_001, 250_000)), "n_updates": [10] * 20 + [1]}
+        if algo == "ppo":
+            diagnostics["train/entropy_loss"] = [-entropy] * 21
+        else:
+            diagnostics["train/entropy"] = [entropy] * 21
+            # 18 of the last 20 line searches accepted (0.9); the closing update logs 0
+            diagnostics["train/is_line_search_success"] = [1.0] * 18 + [0.9, 0.9, 0.0]
+        record = {"algo": algo, "n_timesteps": 5_000_000, "curve": {"timesteps": steps, "mean": means}}
+        if closed:
+            record["last_update"] = {"accepted": False, "failure_reason": "closed_trust_region"}
+        path.write_text(json.dumps({**record, "diagnostics": diagnostics}))
+
+    rising = [*(float(i) for i in range(len(steps) - 1)), 100.0]  # 8 at 2M, 11 at 2.5-3M, 19 at 4.5-5M
+    flat = [*rising[:9], *[8.0] * 12, 100.0]
+    write(minatar_dir, "trpo_plus", 100, flat)
+    write(minatar_dir, "ppo", 100, rising, entropy=1.0)
+    assert keep_learning.k4_screen([100], k4_dir, minatar_dir).splitlines()[2].startswith("| 100 | not finished")
+    write(k4_dir, "trpo_plus", 100, rising, closed=True)
+    rows = keep_learning.k4_screen([100], k4_dir, minatar_dir).splitlines()
+    assert rows[2] == "| 100 | 8.0 | 11.0 | 19.0 (8.0) | 0.90 | 0.50 (0.25) | pass | pass | pass |"
+    assert rows[-1].endswith("keeps learning: pass; score: pass; no collapse: pass; passes")
+    # without the closing update's mark, its 0 counts as a rejected step: 18 of 21, under 0.9
+    write(k4_dir, "trpo_plus", 100, rising)
+    assert "| 0.86 |" in keep_learning.k4_screen([100], k4_dir, minatar_dir)
+    # a flat K4 below the entry, with a low entropy, fails every test; the mean over seeds waits for every seed
+    write(k4_dir, "trpo_plus", 100, [*rising[:9], *[6.0] * 12, 100.0], entropy=0.2, closed=True)
+    rows = keep_learning.k4_screen([100], k4_dir, minatar_dir).splitlines()
+    assert rows[2].endswith("| fail | fail | fail |") and rows[-1].endswith("; fails")
+    assert "K4, seeds" not in keep_learning.k4_screen([100, 101], k4_dir, minatar_dir)
+
+
 def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0):
     """A finished 1M-step ``benchmarks.atari`` record under ``root/atari``, with its entropy and acceptance at the end."""
     path = root / "atari" / game.lower() / algo / f"seed{seed}.json"

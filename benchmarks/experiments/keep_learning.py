@@ -25,6 +25,13 @@ mean at 4.5M-5M not above its evaluation at 2M, or not above its mean at 2.5M-3M
 steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's), then per game the diagnostics per bin::
 
     python -m benchmarks.experiments.keep_learning --minatar --seeds 100
+
+``--k4`` reads K4's runs of ``minatar_k4_rule.md`` (``keep_learning/minatar_k4/learning/trpo_plus/...``) against the
+entry's and PPO's of ``minatar/`` on the same seeds: keeps learning (its mean at 4.5M-5M above its evaluation at 2M and
+its mean at 2.5M-3M), score (that mean at least the entry's), no collapse (over its last 500k steps, acceptance >= 0.9
+without the schedule's closing update, entropy >= 0.25x PPO's); per seed, then on the mean over the seeds::
+
+    python -m benchmarks.experiments.keep_learning --k4 --seeds 100
 """
 
 import argparse
@@ -56,10 +63,10 @@ def evaluation_at(record: dict[str, Any], steps: int) -> float:
     return float(curve["mean"][curve["timesteps"].index(steps)])
 
 
-def late_window(record: dict[str, Any], key: str) -> tuple[float, int]:
-    """The sum of ``key`` over the updates of the last ``WINDOW`` steps (bin means times their updates), and the count."""
+def late_window(record: dict[str, Any], key: str, window: int = WINDOW) -> tuple[float, int]:
+    """The sum of ``key`` over the updates of the last ``window`` steps (bin means times their updates), and the count."""
     diagnostics = record["diagnostics"]
-    start = record["n_timesteps"] - WINDOW
+    start = record["n_timesteps"] - window
     total, count = 0.0, 0
     for end, value, updates in zip(diagnostics["bin_end"], diagnostics[key], diagnostics["n_updates"]):
         if end > start and updates and value is not None and np.isfinite(value):
@@ -67,16 +74,22 @@ def late_window(record: dict[str, Any], key: str) -> tuple[float, int]:
     return total, count
 
 
+def late_acceptance_entropy(record: dict[str, Any], window: int) -> tuple[float, float]:
+    """Line-search acceptance and mean entropy over the updates of the last ``window`` steps; an update closed by a
+    ``target_kl`` schedule (radius 0, logged as not accepted) ran no line search and is left out of the acceptance."""
+    accepted, searches = late_window(record, "train/is_line_search_success", window)
+    if (record.get("last_update") or {}).get("failure_reason") == "closed_trust_region":
+        searches -= 1
+    entropy, updates = late_window(record, "train/entropy", window)
+    return accepted / searches, entropy / updates
+
+
 def screen(record: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
     """The three tests of the rule for one candidate run against the entry's run on the same seed."""
     late, reference_late = record["late"]["mean"], reference["late"]["mean"]
     rising_end = float(np.mean([*(evaluation_at(record, s) for s in LATE_STEPS), record["final"]["mean"]]))
     rising_start = float(np.mean([evaluation_at(record, s) for s in MIDDLE_STEPS]))
-    accepted, searches = late_window(record, "train/is_line_search_success")
-    if (record.get("last_update") or {}).get("failure_reason") == "closed_trust_region":
-        searches -= 1  # the schedule's last update, logged as not accepted, ran no line search
-    entropy, updates = late_window(record, "train/entropy")
-    acceptance, mean_entropy = accepted / searches, entropy / updates
+    acceptance, mean_entropy = late_acceptance_entropy(record, WINDOW)
     return {
         "late": late,
         "reference_late": reference_late,
@@ -200,6 +213,74 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     return "\n".join(lines)
 
 
+K4_DIR = SCREEN_DIR / "minatar_k4"
+
+
+def minatar_record(minatar_dir: Path, algo: str, game: str, seed: int) -> dict[str, Any] | None:
+    path = minatar_dir / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def k4_screen(seeds: list[int], k4_dir: Path = K4_DIR, minatar_dir: Path = MINATAR_DIR) -> str:
+    """The three tests of ``minatar_k4_rule.md``: K4's 5M runs on MinAtar Breakout against the entry's and PPO's on the
+    same seeds, per run, then (once every seed has all three) on the mean over the seeds."""
+
+    def mean_at(record: dict[str, Any], steps: tuple[int, ...]) -> float:
+        return float(np.mean([evaluation_at(record, s) for s in steps]))
+
+    mark = {True: "pass", False: "fail"}
+    lines = [
+        "| seed | K4 at 2M | at 2.5-3M | at 4.5-5M (the entry's) | accepted, last 500k | entropy, last 500k (0.25x PPO's) "
+        "| keeps learning | score | no collapse |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+    ]
+    rows = []
+    for seed in seeds:
+        k4, entry = (
+            minatar_record(k4_dir, "trpo_plus", "Breakout", seed),
+            minatar_record(minatar_dir, "trpo_plus", "Breakout", seed),
+        )
+        ppo = minatar_record(minatar_dir, "ppo", "Breakout", seed)
+        if k4 is None or entry is None or ppo is None:
+            lines.append(f"| {seed} | not finished (K4, the entry and PPO are needed) | | | | | | | |")
+            continue
+        at_2m, middle, late = (
+            evaluation_at(k4, MINATAR_AT_2M),
+            mean_at(k4, MINATAR_MIDDLE_STEPS),
+            mean_at(k4, MINATAR_LATE_STEPS),
+        )
+        entry_late = mean_at(entry, MINATAR_LATE_STEPS)
+        acceptance, entropy = late_acceptance_entropy(k4, MINATAR_WINDOW)
+        entropy_floor = MIN_ENTROPY_SHARE * minatar_late(ppo, "entropy")
+        row = {
+            "at_2m": at_2m,
+            "middle": middle,
+            "late": late,
+            "entry_late": entry_late,
+            "no_collapse": acceptance >= MIN_ACCEPTANCE and entropy >= entropy_floor,
+        }
+        rows.append(row)
+        lines.append(
+            f"| {seed} | {at_2m:.1f} | {middle:.1f} | {late:.1f} ({entry_late:.1f}) | {acceptance:.2f} | {entropy:.2f} "
+            f"({entropy_floor:.2f}) | {mark[late > at_2m and late > middle]} | {mark[late >= entry_late]} | "
+            f"{mark[row['no_collapse']]} |"
+        )
+    if len(rows) == len(seeds):
+        mean = {key: float(np.mean([row[key] for row in rows])) for key in ("at_2m", "middle", "late", "entry_late")}
+        verdicts = {
+            "keeps learning": mean["late"] > mean["at_2m"] and mean["late"] > mean["middle"],
+            "score": mean["late"] >= mean["entry_late"],
+            "no collapse": all(row["no_collapse"] for row in rows),
+        }
+        lines.append(
+            f"\nK4, seeds {', '.join(map(str, seeds))}: at 2M {mean['at_2m']:.1f}, at 2.5-3M {mean['middle']:.1f}, at "
+            f"4.5-5M {mean['late']:.1f} (the entry's {mean['entry_late']:.1f}); "
+            + "; ".join(f"{test}: {mark[ok]}" for test, ok in verdicts.items())
+            + f"; {'passes' if all(verdicts.values()) else 'fails'}"
+        )
+    return "\n".join(lines)
+
+
 #: The per-bin table's columns: each algorithm's ``ATARI_DIAGNOSTICS``, and TRPOPlus's trust region as it moves
 MINATAR_BIN_COLUMNS = {
     **ATARI_DIAGNOSTICS,
@@ -243,8 +324,12 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--screen-dir", default=str(SCREEN_DIR))
     parser.add_argument("--minatar", action="store_true", help="read the MinAtar runs of minatar_rule.md")
     parser.add_argument("--v2", action="store_true", help="add the verdict of screen_rule_v2.md per candidate")
+    parser.add_argument("--k4", action="store_true", help="read K4's MinAtar Breakout runs (minatar_k4_rule.md)")
     args = parser.parse_args(argv)
-    if args.minatar:
+    if args.k4:
+        screen_dir = Path(args.screen_dir)
+        text = k4_screen(args.seeds, screen_dir / "minatar_k4", screen_dir / "minatar")
+    elif args.minatar:
         minatar_dir = Path(args.screen_dir) / "minatar"
         parts = [minatar_table(seed, minatar_dir) for seed in args.seeds]
         parts += [minatar_bins(game, seed, minatar_dir) for seed in args.seeds for game in MINATAR_GAMES]
