@@ -63,6 +63,11 @@ def evaluation_at(record: dict[str, Any], steps: int) -> float:
     return float(curve["mean"][curve["timesteps"].index(steps)])
 
 
+def mean_at(record: dict[str, Any], steps: tuple[int, ...]) -> float:
+    """The mean of the record's evaluations at ``steps``."""
+    return float(np.mean([evaluation_at(record, s) for s in steps]))
+
+
 def late_window(record: dict[str, Any], key: str, window: int = WINDOW) -> tuple[float, int]:
     """The sum of ``key`` over the updates of the last ``window`` steps (bin means times their updates), and the count."""
     diagnostics = record["diagnostics"]
@@ -172,6 +177,11 @@ def minatar_late(record: dict[str, Any], column: str) -> float | None:
     return None if value is None else sign * value
 
 
+def minatar_record(minatar_dir: Path, algo: str, game: str, seed: int) -> dict[str, Any] | None:
+    path = minatar_dir / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     """Per game, TRPOPlus's 5M run on ``seed`` read by the two tests of ``minatar_rule.md``, beside PPO's."""
     mark = {True: "yes", False: "no", None: "n/a"}
@@ -179,20 +189,13 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     def shown(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
-    def mean_at(record: dict[str, Any], steps: tuple[int, ...]) -> float:
-        return float(np.mean([evaluation_at(record, s) for s in steps]))
-
     lines = [
         "| game | TRPOPlus at 2M | at 2.5-3M | at 4.5-5M | flattens | accepted, last 500k | entropy, last 500k "
         "(PPO's) | collapses | PPO at 4.5-5M |",
         "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |",
     ]
     for game in MINATAR_GAMES:
-        runs = {}
-        for algo in ("trpo_plus", "ppo"):
-            path = minatar_dir / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
-            runs[algo] = json.loads(path.read_text()) if path.is_file() else None
-        record, ppo = runs["trpo_plus"], runs["ppo"]
+        record, ppo = (minatar_record(minatar_dir, algo, game, seed) for algo in ("trpo_plus", "ppo"))
         if record is None:
             lines.append(f"| {game} | not finished | | | | | | | |")
             continue
@@ -216,17 +219,9 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
 K4_DIR = SCREEN_DIR / "minatar_k4"
 
 
-def minatar_record(minatar_dir: Path, algo: str, game: str, seed: int) -> dict[str, Any] | None:
-    path = minatar_dir / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def k4_screen(seeds: list[int], k4_dir: Path = K4_DIR, minatar_dir: Path = MINATAR_DIR) -> str:
     """The three tests of ``minatar_k4_rule.md``: K4's 5M runs on MinAtar Breakout against the entry's and PPO's on the
     same seeds, per run, then (once every seed has all three) on the mean over the seeds."""
-
-    def mean_at(record: dict[str, Any], steps: tuple[int, ...]) -> float:
-        return float(np.mean([evaluation_at(record, s) for s in steps]))
 
     mark = {True: "pass", False: "fail"}
     lines = [
