@@ -246,19 +246,21 @@ def k4_screen(seeds: list[int], k4_dir: Path = K4_DIR, minatar_dir: Path = MINAT
         )
         entry_late = mean_at(entry, MINATAR_LATE_STEPS)
         acceptance, entropy = late_acceptance_entropy(k4, MINATAR_WINDOW)
-        entropy_floor = MIN_ENTROPY_SHARE * minatar_late(ppo, "entropy")
-        row = {
+        ppo_entropy = minatar_late(ppo, "entropy")
+        entropy_floor = MIN_ENTROPY_SHARE * (np.nan if ppo_entropy is None else ppo_entropy)  # none: no pass
+        no_collapse = bool(acceptance >= MIN_ACCEPTANCE and entropy >= entropy_floor)
+        row: dict[str, Any] = {
             "at_2m": at_2m,
             "middle": middle,
             "late": late,
             "entry_late": entry_late,
-            "no_collapse": acceptance >= MIN_ACCEPTANCE and entropy >= entropy_floor,
+            "no_collapse": no_collapse,
         }
         rows.append(row)
         lines.append(
             f"| {seed} | {at_2m:.1f} | {middle:.1f} | {late:.1f} ({entry_late:.1f}) | {acceptance:.2f} | {entropy:.2f} "
             f"({entropy_floor:.2f}) | {mark[late > at_2m and late > middle]} | {mark[late >= entry_late]} | "
-            f"{mark[row['no_collapse']]} |"
+            f"{mark[no_collapse]} |"
         )
     if len(rows) == len(seeds):
         mean = {key: float(np.mean([row[key] for row in rows])) for key in ("at_2m", "middle", "late", "entry_late")}
