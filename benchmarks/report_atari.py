@@ -3,9 +3,9 @@ Section 6 of the report (``benchmarks.report``): Atari-5, the ``atari`` entries 
 entry was not tuned on (``atari/<game>/<algo>/seed<k>.json``, from ``benchmarks.atari``; the random policy's scores
 from ``benchmarks.atari_random``): per game, the human-normalized scores and the Atari-5 estimate of the 57-game
 median, the diagnostics at the end of the runs, and the aggregate over the games normalized by PPO
-(``benchmarks/results/atari/atari5_rule.md``); and 6.1, the second measurement, the entry with an entropy floor
-(``atari_v2/atari/<game>/trpo_plus/seed<k>.json``) beside the first entry and PPO's runs
-(``benchmarks/results/atari_v2/atari5_rule_v2.md``).
+(``benchmarks/results/atari/atari5_rule.md``); and the later measurements of a changed entry (``ATARI_MEASUREMENTS``:
+6.1 the entropy floor, ``atari_v2/``; 6.2 the radius schedule, ``atari_v3/``), each under its own rule
+(``<folder>/atari5_rule_v<k>.md``) and beside the first entry and PPO's runs.
 """
 
 import json
@@ -121,17 +121,22 @@ def atari5_median_estimate(human_normalized_scores: dict[str, float]) -> float:
     return (10**log_score - 1) / 100
 
 
-def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
-    """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
+def late_pairs(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> list[tuple[float, int]]:
+    """``(mean of key, updates)`` of each diagnostics bin in the run's last ``window`` steps that has a finite value."""
     diagnostics = record.get("diagnostics") or {}
     if key not in diagnostics:
-        return None
+        return []
     last = record["n_timesteps"] - window
-    pairs = [
-        (value, updates)
+    return [
+        (float(value), updates)
         for end, value, updates in zip(diagnostics["bin_end"], diagnostics[key], diagnostics["n_updates"])
-        if end > last and value is not None and updates
+        if end > last and updates and value is not None and math.isfinite(value)
     ]
+
+
+def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
+    """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
+    pairs = late_pairs(record, key, window)
     if not pairs:
         return None
     values, weights = zip(*pairs)
@@ -140,15 +145,13 @@ def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNO
 
 def late_acceptance(record: dict[str, Any], window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
     """
-    Line-search acceptance over the run's last ``window`` steps. An update that a ``target_kl`` schedule closed (radius
-    0 at the run's end, logged as not accepted) ran no line search, and is left out.
+    Line-search acceptance over the run's last ``window`` steps (None when the record has none). An update that a
+    ``target_kl`` schedule closed (radius 0 at the run's end, logged as not accepted) ran no line search: left out.
     """
-    accepted = late_diagnostic(record, ATARI_ACCEPTANCE_KEY, window)
-    if accepted is None or (record.get("last_update") or {}).get("failure_reason") != "closed_trust_region":
-        return accepted
-    diagnostics, last = record["diagnostics"], record["n_timesteps"] - window
-    updates = sum(n for end, n in zip(diagnostics["bin_end"], diagnostics["n_updates"]) if end > last and n)
-    return accepted * updates / (updates - 1) if updates > 1 else None
+    pairs = late_pairs(record, ATARI_ACCEPTANCE_KEY, window)
+    closed = (record.get("last_update") or {}).get("failure_reason") == "closed_trust_region"
+    searches = sum(updates for _, updates in pairs) - closed
+    return sum(value * updates for value, updates in pairs) / searches if searches > 0 else None
 
 
 def capped_share(record: dict[str, Any]) -> float:
@@ -333,7 +336,7 @@ def collapse_reasons(accepted: float | None, entropy: float | None, floor: float
     """Why a TRPOPlus run fails the no-collapse test (none when it passes): its line-search acceptance below
     ``ATARI_MIN_ACCEPTANCE``, its mean entropy below ``floor`` (NaN when PPO's is unknown), or either missing."""
     low = []
-    if accepted is None or accepted < ATARI_MIN_ACCEPTANCE:
+    if accepted is None or not accepted >= ATARI_MIN_ACCEPTANCE:
         low.append(f"accepted {Shown(accepted):.2f}")
     if entropy is None or not entropy >= floor:
         low.append(f"entropy {Shown(entropy):.2g} nats against {floor:.2f}")
@@ -530,7 +533,8 @@ class Measurement(NamedTuple):
     """
     A later Atari-5 measurement of a changed ``atari`` entry: the folder of its records (``<folder>/atari/<game>/
     trpo_plus/``), its template block (heading, what changed, command; also its figures' stem), how the figures draw its
-    runs, how sentences name it (``the entry with {name}``) and how section 4 marks its Breakout runs.
+    runs, how sentences name it (``the entry with {name}``), how section 4 marks its Breakout runs, and the earlier
+    measurements its per-game table and figures show beside it.
     """
 
     folder: str
@@ -538,6 +542,7 @@ class Measurement(NamedTuple):
     entry: Entry
     name: str
     breakout_mark: str
+    beside: tuple[str, ...] = ()
 
 
 #: The later measurements, in the page's order, each under its rule (``<folder>/atari5_rule_v<k>.md``)
@@ -555,17 +560,23 @@ ATARI_MEASUREMENTS = {
         Entry("trpo_plus", "TRPOPlus + radius schedule", "tab:green"),
         "the radius schedule",
         "radius schedule, third measurement",
+        beside=("floor",),
     ),
 }
 
 
 def later_runs(results_dir: Path, measurement: Measurement) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
-    """Per game, ``{"first" | "later" | "ppo": {seed: record}}``: PPO's and the first entry's from ``atari/``."""
+    """Per game, ``{entry: {seed: record}}`` in the tables' order: the first entry's, each earlier measurement's shown
+    beside (by its key), this one's (``"later"``) and PPO's; PPO's and the first entry's from ``atari/``."""
     runs = {}
     for game in ATARI5:
         first = atari_runs(results_dir, game)
-        later = atari_runs(results_dir / measurement.folder, game)["trpo_plus"]
-        runs[game] = {"first": first["trpo_plus"], "later": later, "ppo": first["ppo"]}
+        runs[game] = {
+            "first": first["trpo_plus"],
+            **{key: atari_runs(results_dir / ATARI_MEASUREMENTS[key].folder, game)["trpo_plus"] for key in measurement.beside},
+            "later": atari_runs(results_dir / measurement.folder, game)["trpo_plus"],
+            "ppo": first["ppo"],
+        }
     return runs
 
 
@@ -576,21 +587,29 @@ def against_ppo(by_entry: dict[str, dict[int, dict[str, Any]]], entry: str, seed
 
 def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str) -> str:
     """
-    A later measurement (``ATARI_MEASUREMENTS[key]``) beside the first. Per game: each entry's IQM, and the runs that
-    collapsed on the seeds all three have. Over the games: each TRPOPlus entry against PPO as section 6 computes it (on
-    the seeds it shares with PPO), the issue's done tests for the changed entry, and its rule's shipping test (on the
-    seeds all three have).
+    A later measurement (``ATARI_MEASUREMENTS[key]``) beside the first (and the earlier ones it names). Per game: each
+    entry's IQM, and each TRPOPlus entry's runs that collapsed, on the seeds all the entries have. Over the games: the
+    first and the changed entry against PPO as section 6 computes it (on the seeds each shares with PPO), the issue's
+    done tests for the changed entry, and its rule's shipping test (on the seeds it, the first entry and PPO all have).
     """
     measurement = ATARI_MEASUREMENTS[key]
     name = measurement.name
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
     runs = later_runs(results_dir, measurement)
     entries = ("first", "later")
-    drawn = {"first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]), "later": measurement.entry}
-    drawn["ppo"] = ATARI_ENTRIES["ppo"]
+    drawn = {
+        "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
+        **{key: ATARI_MEASUREMENTS[key].entry for key in measurement.beside},
+        "later": measurement.entry,
+        "ppo": ATARI_ENTRIES["ppo"],
+    }
+    plus = [e for e in drawn if e != "ppo"]
     names = {entry: drawn[entry].label for entry in drawn}
-    with_ppo = {e: {g: sorted(set(runs[g][e]) & set(runs[g]["ppo"])) for g in ATARI5} for e in entries}
+    sentence = {"first": "first", **{e: f"with {ATARI_MEASUREMENTS[e].name}" for e in measurement.beside}}
+    sentence["later"] = f"with {name}"
+    with_ppo = {e: {g: sorted(set(runs[g][e]) & set(runs[g]["ppo"])) for g in ATARI5} for e in plus}
     shared = {g: sorted(set(with_ppo["first"][g]) & set(with_ppo["later"][g])) for g in ATARI5}
+    in_table = {g: sorted(set.intersection(*(set(with_ppo[e][g]) for e in plus))) for g in ATARI5}
     labels = {game: game_label(game, by_entry, names) for game, by_entry in runs.items()}
     rows, places = [], {}
     for game, by_entry in runs.items():
@@ -604,16 +623,14 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             scores = {e: np.array([by_entry[e][s]["final"]["mean"] for s in paired_seeds]) for e in ("later", "ppo")}
             paired = interval_estimates(scores)
             place = places[game] = paired["later"]["iqm"].place(paired["ppo"]["iqm"])
-        if shared[game]:
-            counts = [
-                len(collapsed_runs({game: against_ppo(by_entry, e, shared[game])}, len(shared[game]))[0]) for e in entries
-            ]
-            collapsed = f"{counts[0]} / {counts[1]} of {len(shared[game])}"
+        if seeds := in_table[game]:
+            counts = [len(collapsed_runs({game: against_ppo(by_entry, e, seeds)}, len(seeds))[0]) for e in plus]
+            collapsed = f"{' / '.join(map(str, counts))} of {len(seeds)}"
         rows.append(
             fill(
                 "atari5_later.row",
                 game=labels[game],
-                **{entry: score_text(iqm[entry]) if entry in iqm else NOT_RUN for entry in drawn},
+                scores=" | ".join(score_text(iqm[entry]) if entry in iqm else NOT_RUN for entry in drawn),
                 place=PLACE[place] if place is not None else f"not yet ({len(paired_seeds)} of {ATARI_MIN_SEEDS} seeds)",
                 collapsed=collapsed,
                 counts=" / ".join(str(len(records)) for records in by_entry.values()),
@@ -624,21 +641,24 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     plot_curve_panels(
         {game: {names[e]: list(records.values()) for e, records in by_entry.items()} for game, by_entry in runs.items()},
         curves,
-        "Atari-5, 1M steps, both TRPOPlus entries: evaluation return (mean over seeds, 95% bootstrap CI)",
+        "Atari-5, 1M steps, each TRPOPlus entry: evaluation return (mean over seeds, 95% bootstrap CI)",
         colors={entry.label: entry.color for entry in drawn.values()},
     )
     plot_atari_entropy(
         runs,
         entropy,
         drawn,
-        "Atari-5, 1M steps: policy entropy (mean per 50k steps) and line-search acceptance of both TRPOPlus entries",
+        "Atari-5, 1M steps: policy entropy (mean per 50k steps) and line-search acceptance of each TRPOPlus entry",
     )
     parts = [
         fill(measurement.block),
         fill(
             "atari5_later",
-            label=measurement.entry.label,
             name=name,
+            columns=" | ".join(names.values()),
+            align=" | ".join("---:" for _ in drawn),
+            collapsed_of=" / ".join(sentence[e] for e in plus),
+            seeds_of=" / ".join([*(sentence[e] for e in plus), "PPO"]),
             rows="\n".join(rows),
             min_seeds=ATARI_MIN_SEEDS,
             curves=image_link(curves, docs_dir),
@@ -688,8 +708,8 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             Name=name[0].upper() + name[1:],
             n_first=n_seeds["first"],
             n_later=n_seeds["later"],
-            rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in drawn)),
-            ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in drawn)),
+            rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in (*entries, "ppo"))),
+            ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in (*entries, "ppo"))),
             gains=", ".join(
                 f"{g} +{score_text(scale[i])} ({on_scale['first'][i]:.1f}x / {on_scale['later'][i]:.1f}x)"
                 for i, g in enumerate(ATARI5)

@@ -1036,7 +1036,7 @@ def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0, cl
 
 def test_late_acceptance_leaves_out_the_update_a_schedule_closed(tmp_path):
     # 10 updates in the last 200k steps, 8 accepted: 0.8; when the last of them was closed by the radius schedule (no
-    # line search ran), 8 of 9: 0.89, still a collapse; 8.5 of 10 becomes 0.94, not one
+    # line search ran), 8 of 9: 0.89, still a collapse; 8.5 of 10 becomes 8.5 of 9, 0.94, not one
     for seed, (accepted, closed) in enumerate(((0.8, False), (0.8, True), (0.85, True))):
         write_atari_run(tmp_path, "Qbert", "trpo_plus", seed, 0.0, accepted=accepted, closed=closed)
     records = report_atari.atari_runs(tmp_path, "Qbert")["trpo_plus"]
@@ -1045,23 +1045,62 @@ def test_late_acceptance_leaves_out_the_update_a_schedule_closed(tmp_path):
         write_atari_run(tmp_path, "Qbert", "ppo", seed, 0.0)
     failures, checked = report_atari.collapsed_runs({"Qbert": report_atari.atari_runs(tmp_path, "Qbert")}, 3)
     assert checked == 3 and [f.split(" (")[0] for f in failures] == ["Qbert seed 0", "Qbert seed 1"]
+    # a bin without a finite value counts neither its value nor its updates; none at all is no acceptance, a collapse
+    record = records[1]
+    record["diagnostics"]["n_updates"] = [10, 10, 10]
+    record["diagnostics"]["bin_end"] = [800_000, 900_000, 1_000_000]
+    for missing in (None, float("nan")):
+        record["diagnostics"][report_atari.ATARI_ACCEPTANCE_KEY] = [missing, 1.0, 0.8]
+        assert round(report_atari.late_acceptance(record), 3) == round(18 / 19, 3)
+    record["diagnostics"][report_atari.ATARI_ACCEPTANCE_KEY] = [None, float("nan"), None]
+    assert report_atari.late_acceptance(record) is None
+    assert report_atari.collapse_reasons(None, 1.0, 0.5) == ["accepted n/a"]
+    assert report_atari.collapse_reasons(float("nan"), 1.0, 0.5) == ["accepted n/a"]
 
 
-def test_atari5_third_measurement_reads_its_own_folder(tmp_path):
-    # the radius schedule's runs under atari_v3/, read beside the first entry's: its heading and command, its own
-    # figures, the first entry's IQM unchanged, and the aggregate waiting for seeds
-    for game in report_atari.ATARI5:
+def test_atari5_third_measurement(tmp_path, monkeypatch):
+    # the radius schedule's runs under atari_v3/, read beside the first entry's and the floor's: its heading and
+    # command, its own figures, every entry's IQM per game, and the aggregate once every game has 3 seeds
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
+    (tmp_path / "atari").mkdir()
+    (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
+    third = tmp_path / report_atari.ATARI_MEASUREMENTS["schedule"].folder
+    for game, random_score in random_scores.items():
         for seed in range(3):
-            write_atari_run(tmp_path, game, "ppo", seed, 100.0 + seed)
-            write_atari_run(tmp_path, game, "trpo_plus", seed, 200.0 + seed)
-        write_atari_run(tmp_path / "atari_v3", game, "trpo_plus", 0, 300.0, closed=True)
+            write_atari_run(tmp_path, game, "ppo", seed, random_score + 100 + seed)
+            collapsed = (game, seed) == ("Phoenix", 1)
+            write_atari_run(tmp_path, game, "trpo_plus", seed, random_score + 200 + seed, 0.5 if collapsed else 1.0)
+            write_atari_run(tmp_path / "atari_v2", game, "trpo_plus", seed, random_score + 50 + seed)
+        # the closing update counted as not accepted: 9 of 10, 1.0 once it is left out
+        write_atari_run(third, game, "trpo_plus", 0, random_score + 300, accepted=0.9, closed=True)
     text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule")
-    assert "### 6.2 Third measurement" in text and "--results-dir benchmarks/results/atari_v3" in text
-    assert "| TRPOPlus + radius schedule | PPO | with the radius schedule against PPO |" in text
-    assert "| Phoenix | 201 [200, 202] | 300 [300, 300] | 101 [100, 102] | not yet (1 of 3 seeds) | 0 / 0 of 1 |" in text
+    command = (
+        "`python -m benchmarks.atari --env GAME --algo trpo_plus --seed S --budget 1e6 --threads 1 --checkpoint-freq "
+        "50000 --resume --results-dir benchmarks/results/atari_v3 --params \"target_kl:'lin_0.08'\" "
+        '"learning_rate:\'lin_2.5e-4\'" "callback:[]"`'
+    )
+    assert "### 6.2 Third measurement" in text and "from a checkout of commit 696ec4a" in text and command in text
+    assert (
+        "| game | TRPOPlus, first entry | TRPOPlus + entropy floor 0.3 | TRPOPlus + radius schedule | PPO | with the radius "
+        "schedule against PPO | collapsed (first / with the floor / with the radius schedule) | seeds (first / with the "
+        "floor / with the radius schedule / PPO) |\n| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"
+    ) in text
+    phoenix = "| Phoenix | 241 [240, 242] | 91.0 [90.0, 92.0] |"
+    assert f"{phoenix} 340 [340, 340] | 141 [140, 142] | not yet (1 of 3 seeds) | 0 / 0 / 0 of 1 |" in text
     assert "Aggregate, done tests and which entry ships: not yet" in text
     for image in ("atari5_v3_curves.png", "atari5_v3_entropy.png"):
         assert f"(images/{image})" in text and (tmp_path / "images" / image).is_file()
+    # every seed: ahead everywhere, no run collapsed (the closing update left out), above the first entry: it ships
+    for game, random_score in random_scores.items():
+        for seed in (1, 2):
+            write_atari_run(third, game, "trpo_plus", seed, random_score + 300 + seed, accepted=0.9, closed=True)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule")
+    assert f"{phoenix} 341 [340, 342] | 141 [140, 142] | ahead | 1 / 0 / 0 of 3 |" in text
+    assert "| TRPOPlus + entropy floor 0.3 |" not in text.split("Over the five games")[1]
+    assert "runs below: 0 of 15 runs | **met** |" in text and "behind: none | **met** |" in text
+    assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
+    assert "The radius schedule ships: it becomes the `atari` entry." in text
 
 
 def test_atari5_later_section(tmp_path, monkeypatch):
