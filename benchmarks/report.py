@@ -33,7 +33,7 @@ import argparse
 from pathlib import Path
 
 from benchmarks._common import REPO_ROOT, RESULTS_DIR, machine_info
-from benchmarks.report_atari import atari5_section, atari5_v2_section
+from benchmarks.report_atari import ATARI_MEASUREMENTS, atari5_section, later_section
 from benchmarks.report_breakout import breakout_section, breakout_tuning_section, train_reward_at
 from benchmarks.report_common import fill, paragraphs
 from benchmarks.report_learning import learning_section
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> str:
         breakout_tuning_section(results_dir),
         *minatar_sections(results_dir, images_dir, docs_dir, args.minatar_seeds),
         atari5_section(results_dir, images_dir, docs_dir),
-        atari5_v2_section(results_dir, images_dir, docs_dir),
+        *(later_section(results_dir, images_dir, docs_dir, key) for key in ATARI_MEASUREMENTS),
         mujoco_section(results_dir, images_dir, docs_dir),
     ]
     page = fill(

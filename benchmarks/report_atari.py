@@ -3,9 +3,9 @@ Section 6 of the report (``benchmarks.report``): Atari-5, the ``atari`` entries 
 entry was not tuned on (``atari/<game>/<algo>/seed<k>.json``, from ``benchmarks.atari``; the random policy's scores
 from ``benchmarks.atari_random``): per game, the human-normalized scores and the Atari-5 estimate of the 57-game
 median, the diagnostics at the end of the runs, and the aggregate over the games normalized by PPO
-(``benchmarks/results/atari/atari5_rule.md``); and 6.1, the second measurement, the entry with an entropy floor
-(``atari_v2/atari/<game>/trpo_plus/seed<k>.json``) beside the first entry and PPO's runs
-(``benchmarks/results/atari_v2/atari5_rule_v2.md``).
+(``benchmarks/results/atari/atari5_rule.md``); and the later measurements of a changed entry (``ATARI_MEASUREMENTS``:
+6.1 the entropy floor, ``atari_v2/``; 6.2 the radius schedule, ``atari_v3/``), each under its own rule
+(``<folder>/atari5_rule_v<k>.md``) and beside the first entry and PPO's runs.
 """
 
 import json
@@ -121,21 +121,37 @@ def atari5_median_estimate(human_normalized_scores: dict[str, float]) -> float:
     return (10**log_score - 1) / 100
 
 
-def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
-    """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
+def late_pairs(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> list[tuple[float, int]]:
+    """``(mean of key, updates)`` of each diagnostics bin in the run's last ``window`` steps that has a finite value."""
     diagnostics = record.get("diagnostics") or {}
     if key not in diagnostics:
-        return None
+        return []
     last = record["n_timesteps"] - window
-    pairs = [
-        (value, updates)
+    return [
+        (float(value), updates)
         for end, value, updates in zip(diagnostics["bin_end"], diagnostics[key], diagnostics["n_updates"])
-        if end > last and value is not None and updates
+        if end > last and updates and value is not None and math.isfinite(value)
     ]
+
+
+def late_diagnostic(record: dict[str, Any], key: str, window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
+    """The mean of ``key`` over the updates of the run's last ``window`` steps (None when the record has no value)."""
+    pairs = late_pairs(record, key, window)
     if not pairs:
         return None
     values, weights = zip(*pairs)
     return float(np.average(values, weights=weights))
+
+
+def late_acceptance(record: dict[str, Any], window: int = ATARI_DIAGNOSTICS_WINDOW) -> float | None:
+    """
+    Line-search acceptance over the run's last ``window`` steps (None when the record has none). An update that a
+    ``target_kl`` schedule closed (radius 0 at the run's end, logged as not accepted) ran no line search: left out.
+    """
+    pairs = late_pairs(record, ATARI_ACCEPTANCE_KEY, window)
+    closed = (record.get("last_update") or {}).get("failure_reason") == "closed_trust_region"
+    searches = sum(updates for _, updates in pairs) - closed
+    return sum(value * updates for value, updates in pairs) / searches if searches > 0 else None
 
 
 def capped_share(record: dict[str, Any]) -> float:
@@ -320,7 +336,7 @@ def collapse_reasons(accepted: float | None, entropy: float | None, floor: float
     """Why a TRPOPlus run fails the no-collapse test (none when it passes): its line-search acceptance below
     ``ATARI_MIN_ACCEPTANCE``, its mean entropy below ``floor`` (NaN when PPO's is unknown), or either missing."""
     low = []
-    if accepted is None or accepted < ATARI_MIN_ACCEPTANCE:
+    if accepted is None or not accepted >= ATARI_MIN_ACCEPTANCE:
         low.append(f"accepted {Shown(accepted):.2f}")
     if entropy is None or not entropy >= floor:
         low.append(f"entropy {Shown(entropy):.2g} nats against {floor:.2f}")
@@ -341,7 +357,7 @@ def collapsed_runs(runs: dict[str, dict[str, dict[int, dict[str, Any]]]], seeds:
         floor = ATARI_MIN_ENTROPY_SHARE * sign * float(np.mean([e for e in reference_entropy if e is not None] or [np.nan]))
         for seed in sorted(set.intersection(*(set(by_algo[a]) for a in ATARI_ALGOS)))[:seeds]:
             record, checked = by_algo[plus_algo][seed], checked + 1
-            accepted = late_diagnostic(record, ATARI_ACCEPTANCE_KEY)
+            accepted = late_acceptance(record)
             entropy = late_diagnostic(record, ATARI_DIAGNOSTICS[plus_algo]["entropy"][0])
             low = collapse_reasons(accepted, entropy, floor)
             if low:
@@ -510,26 +526,57 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     return paragraphs(*parts, *details)
 
 
-# --- Atari-5, second measurement: the atari entry with an entropy floor ----------------------------------------------
+# --- Atari-5, later measurements: the atari entry changed, read beside the first ---------------------------------------
 
-#: The second measurement (``benchmarks/results/atari_v2/atari5_rule_v2.md``): TRPOPlus's records under
-#: ``atari_v2/atari/<game>/trpo_plus/``, read beside the first measurement's TRPOPlus and PPO records and random scores
-ATARI_V2_DIR = "atari_v2"
-#: The three entries of the comparison, in the tables' order
-ATARI_V2_ENTRIES = {
-    "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
-    "floor": Entry("trpo_plus", "TRPOPlus + entropy floor 0.3", "tab:purple"),
-    "ppo": ATARI_ENTRIES["ppo"],
+
+class Measurement(NamedTuple):
+    """
+    A later Atari-5 measurement of a changed ``atari`` entry: the folder of its records (``<folder>/atari/<game>/
+    trpo_plus/``), its template block (heading, what changed, command; also its figures' stem), how the figures draw its
+    runs, how sentences name it (``the entry with {name}``), how section 4 marks its Breakout runs, and the earlier
+    measurements its per-game table and figures show beside it.
+    """
+
+    folder: str
+    block: str
+    entry: Entry
+    name: str
+    breakout_mark: str
+    beside: tuple[str, ...] = ()
+
+
+#: The later measurements, in the page's order, each under its rule (``<folder>/atari5_rule_v<k>.md``)
+ATARI_MEASUREMENTS = {
+    "floor": Measurement(
+        "atari_v2",
+        "atari5_v2",
+        Entry("trpo_plus", "TRPOPlus + entropy floor 0.3", "tab:purple"),
+        "the floor",
+        "entropy floor 0.3, second measurement",
+    ),
+    "schedule": Measurement(
+        "atari_v3",
+        "atari5_v3",
+        Entry("trpo_plus", "TRPOPlus + radius schedule", "tab:green"),
+        "the radius schedule",
+        "radius schedule, third measurement",
+        beside=("floor",),
+    ),
 }
 
 
-def atari5_v2_runs(results_dir: Path) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
-    """Per game, ``{entry: {seed: record}}`` of ``ATARI_V2_ENTRIES``: PPO's and the first entry's from ``atari/``."""
+def later_runs(results_dir: Path, measurement: Measurement) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
+    """Per game, ``{entry: {seed: record}}`` in the tables' order: the first entry's, each earlier measurement's shown
+    beside (by its key), this one's (``"later"``) and PPO's; PPO's and the first entry's from ``atari/``."""
     runs = {}
     for game in ATARI5:
         first = atari_runs(results_dir, game)
-        floor = atari_runs(results_dir / ATARI_V2_DIR, game)["trpo_plus"]
-        runs[game] = {"first": first["trpo_plus"], "floor": floor, "ppo": first["ppo"]}
+        runs[game] = {
+            "first": first["trpo_plus"],
+            **{key: atari_runs(results_dir / ATARI_MEASUREMENTS[key].folder, game)["trpo_plus"] for key in measurement.beside},
+            "later": atari_runs(results_dir / measurement.folder, game)["trpo_plus"],
+            "ppo": first["ppo"],
+        }
     return runs
 
 
@@ -538,19 +585,31 @@ def against_ppo(by_entry: dict[str, dict[int, dict[str, Any]]], entry: str, seed
     return {"trpo_plus": {s: by_entry[entry][s] for s in seeds}, "ppo": by_entry["ppo"]}
 
 
-def atari5_v2_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
+def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str) -> str:
     """
-    The second measurement beside the first. Per game: each entry's IQM, and the runs that collapsed on the seeds all
-    three have. Over the games: each TRPOPlus entry against PPO as section 6 computes it (on the seeds it shares with
-    PPO), the issue's done tests for the entry with the floor, and the rule's shipping test (on the seeds all three
-    have).
+    A later measurement (``ATARI_MEASUREMENTS[key]``) beside the first (and the earlier ones it names). Per game: each
+    entry's IQM, and each TRPOPlus entry's runs that collapsed, on the seeds all the entries have. Over the games: the
+    first and the changed entry against PPO as section 6 computes it (on the seeds each shares with PPO), the issue's
+    done tests for the changed entry, and its rule's shipping test (on the seeds it, the first entry and PPO all have).
     """
+    measurement = ATARI_MEASUREMENTS[key]
+    name = measurement.name
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
-    runs = atari5_v2_runs(results_dir)
-    entries = ("first", "floor")
-    with_ppo = {e: {g: sorted(set(runs[g][e]) & set(runs[g]["ppo"])) for g in ATARI5} for e in entries}
-    shared = {g: sorted(set(with_ppo["first"][g]) & set(with_ppo["floor"][g])) for g in ATARI5}
-    names = {key: entry.label for key, entry in ATARI_V2_ENTRIES.items()}
+    runs = later_runs(results_dir, measurement)
+    entries = ("first", "later")
+    drawn = {
+        "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
+        **{key: ATARI_MEASUREMENTS[key].entry for key in measurement.beside},
+        "later": measurement.entry,
+        "ppo": ATARI_ENTRIES["ppo"],
+    }
+    plus = [e for e in drawn if e != "ppo"]
+    names = {entry: drawn[entry].label for entry in drawn}
+    sentence = {"first": "first", **{e: f"with {ATARI_MEASUREMENTS[e].name}" for e in measurement.beside}}
+    sentence["later"] = f"with {name}"
+    with_ppo = {e: {g: sorted(set(runs[g][e]) & set(runs[g]["ppo"])) for g in ATARI5} for e in plus}
+    shared = {g: sorted(set(with_ppo["first"][g]) & set(with_ppo["later"][g])) for g in ATARI5}
+    in_table = {g: sorted(set.intersection(*(set(with_ppo[e][g]) for e in plus))) for g in ATARI5}
     labels = {game: game_label(game, by_entry, names) for game, by_entry in runs.items()}
     rows, places = [], {}
     for game, by_entry in runs.items():
@@ -559,53 +618,58 @@ def atari5_v2_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> st
             for entry, records in by_entry.items()
             if records
         }
-        paired_seeds, place, collapsed = with_ppo["floor"][game], None, NOT_RUN
+        paired_seeds, place, collapsed = with_ppo["later"][game], None, NOT_RUN
         if len(paired_seeds) >= ATARI_MIN_SEEDS:
-            scores = {e: np.array([by_entry[e][s]["final"]["mean"] for s in paired_seeds]) for e in ("floor", "ppo")}
+            scores = {e: np.array([by_entry[e][s]["final"]["mean"] for s in paired_seeds]) for e in ("later", "ppo")}
             paired = interval_estimates(scores)
-            place = places[game] = paired["floor"]["iqm"].place(paired["ppo"]["iqm"])
-        if shared[game]:
-            counts = [
-                len(collapsed_runs({game: against_ppo(by_entry, e, shared[game])}, len(shared[game]))[0]) for e in entries
-            ]
-            collapsed = f"{counts[0]} / {counts[1]} of {len(shared[game])}"
+            place = places[game] = paired["later"]["iqm"].place(paired["ppo"]["iqm"])
+        if seeds := in_table[game]:
+            counts = [len(collapsed_runs({game: against_ppo(by_entry, e, seeds)}, len(seeds))[0]) for e in plus]
+            collapsed = f"{' / '.join(map(str, counts))} of {len(seeds)}"
         rows.append(
             fill(
-                "atari5_v2.row",
+                "atari5_later.row",
                 game=labels[game],
-                **{entry: score_text(iqm[entry]) if entry in iqm else NOT_RUN for entry in ATARI_V2_ENTRIES},
+                scores=" | ".join(score_text(iqm[entry]) if entry in iqm else NOT_RUN for entry in drawn),
                 place=PLACE[place] if place is not None else f"not yet ({len(paired_seeds)} of {ATARI_MIN_SEEDS} seeds)",
                 collapsed=collapsed,
                 counts=" / ".join(str(len(records)) for records in by_entry.values()),
             )
         )
-    curves, entropy = images_dir / "atari5_v2_curves.png", images_dir / "atari5_v2_entropy.png"
+    curves = images_dir / f"{measurement.block}_curves.png"
+    entropy = images_dir / f"{measurement.block}_entropy.png"
     plot_curve_panels(
-        {game: {names[key]: list(records.values()) for key, records in by_entry.items()} for game, by_entry in runs.items()},
+        {game: {names[e]: list(records.values()) for e, records in by_entry.items()} for game, by_entry in runs.items()},
         curves,
-        "Atari-5, 1M steps, both TRPOPlus entries: evaluation return (mean over seeds, 95% bootstrap CI)",
-        colors={entry.label: entry.color for entry in ATARI_V2_ENTRIES.values()},
+        "Atari-5, 1M steps, each TRPOPlus entry: evaluation return (mean over seeds, 95% bootstrap CI)",
+        colors={entry.label: entry.color for entry in drawn.values()},
     )
     plot_atari_entropy(
         runs,
         entropy,
-        ATARI_V2_ENTRIES,
-        "Atari-5, 1M steps: policy entropy (mean per 50k steps) and line-search acceptance of both TRPOPlus entries",
+        drawn,
+        "Atari-5, 1M steps: policy entropy (mean per 50k steps) and line-search acceptance of each TRPOPlus entry",
     )
     parts = [
+        fill(measurement.block),
         fill(
-            "atari5_v2",
+            "atari5_later",
+            name=name,
+            columns=" | ".join(names.values()),
+            align=" | ".join("---:" for _ in drawn),
+            collapsed_of=" / ".join(sentence[e] for e in plus),
+            seeds_of=" / ".join([*(sentence[e] for e in plus), "PPO"]),
             rows="\n".join(rows),
             min_seeds=ATARI_MIN_SEEDS,
             curves=image_link(curves, docs_dir),
             entropy=image_link(entropy, docs_dir),
-        )
+        ),
     ]
     n_seeds = {e: min(len(seeds) for seeds in with_ppo[e].values()) for e in entries}
     n_shared = min(len(seeds) for seeds in shared.values())
-    if min(n_seeds["floor"], n_shared) < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
+    if min(n_seeds["later"], n_shared) < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
         waiting = ", ".join(f"{game} {len(seeds)} of {ATARI_MIN_SEEDS}" for game, seeds in shared.items())
-        return paragraphs(*parts, fill("atari5_v2.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
+        return paragraphs(*parts, fill("atari5_later.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
     # each TRPOPlus entry against PPO as section 6 computes it, PPO's IQM over all its seeds scaling the games
     offset, scale = ppo_scale(
         random_scores, {g: metrics_iqm([r["final"]["mean"] for r in runs[g]["ppo"].values()]) for g in ATARI5}
@@ -617,45 +681,47 @@ def atari5_v2_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> st
         _, pair_headline = human_headline(raw[entry])
         pair_by_ppo = interval_estimates({algo: (raw[entry][algo] - offset) / scale for algo in ATARI_ALGOS})
         headline[entry], by_ppo[entry] = pair_headline["trpo_plus"], pair_by_ppo["trpo_plus"]
-        if entry == "floor":
+        if entry == "later":
             headline["ppo"], by_ppo["ppo"] = pair_headline["ppo"], pair_by_ppo["ppo"]
     from rliable import metrics
 
     points, intervals = seeded_interval_estimates(
-        {"pair": (raw["floor"]["trpo_plus"], raw["floor"]["ppo"])}, metrics.probability_of_improvement
+        {"pair": (raw["later"]["trpo_plus"], raw["later"]["ppo"])}, metrics.probability_of_improvement
     )
     low, high = np.ravel(intervals["pair"])
     on_scale = {e: [metrics_iqm(column) for column in ((raw[e]["trpo_plus"] - offset) / scale).T] for e in entries}
-    # the done tests: the entry with the floor against PPO
-    floor_pair = {g: against_ppo(runs[g], "floor", with_ppo["floor"][g]) for g in ATARI5}
-    done_tests = done_test_fields(places, headline["floor"], headline["ppo"], *collapsed_runs(floor_pair, n_seeds["floor"]))
+    # the done tests: the changed entry against PPO
+    later_pair = {g: against_ppo(runs[g], "later", with_ppo["later"][g]) for g in ATARI5}
+    done_tests = done_test_fields(places, headline["later"], headline["ppo"], *collapsed_runs(later_pair, n_seeds["later"]))
     # the shipping test: both TRPOPlus entries on the seeds all three have
     ship_pairs = {e: {g: against_ppo(runs[g], e, shared[g]) for g in ATARI5} for e in entries}
     ship_iqm = {
         e: 100 * float(metrics.aggregate_iqm(to_human(paired_scores(ship_pairs[e], "trpo_plus", n_shared)))) for e in entries
     }
     ship_collapsed = {e: len(collapsed_runs(ship_pairs[e], n_shared)[0]) for e in entries}
-    fewer = ship_collapsed["floor"] < ship_collapsed["first"]
-    not_lower = ship_iqm["floor"] >= ship_iqm["first"]
+    fewer = ship_collapsed["later"] < ship_collapsed["first"]
+    not_lower = ship_iqm["later"] >= ship_iqm["first"]
     parts.append(
         fill(
-            "atari5_v2.aggregate",
+            "atari5_later.aggregate",
+            name=name,
+            Name=name[0].upper() + name[1:],
             n_first=n_seeds["first"],
-            n_floor=n_seeds["floor"],
-            rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in ATARI_V2_ENTRIES)),
-            ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in ATARI_V2_ENTRIES)),
+            n_later=n_seeds["later"],
+            rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in (*entries, "ppo"))),
+            ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in (*entries, "ppo"))),
             gains=", ".join(
-                f"{g} +{score_text(scale[i])} ({on_scale['first'][i]:.1f}x / {on_scale['floor'][i]:.1f}x)"
+                f"{g} +{score_text(scale[i])} ({on_scale['first'][i]:.1f}x / {on_scale['later'][i]:.1f}x)"
                 for i, g in enumerate(ATARI5)
             ),
             improvement=Interval(float(np.ravel(points["pair"])[0]), float(low), float(high)),
             **done_tests,
             n_shared=n_shared,
             first_collapsed=ship_collapsed["first"],
-            floor_collapsed=ship_collapsed["floor"],
+            later_collapsed=ship_collapsed["later"],
             fewer_verdict=VERDICT[fewer],
             first_iqm=ship_iqm["first"],
-            floor_iqm=ship_iqm["floor"],
+            later_iqm=ship_iqm["later"],
             iqm_kept_verdict=VERDICT[not_lower],
             ships="ships: it becomes the `atari` entry" if fewer and not_lower else "does not ship: the `atari` entry stays",
         )

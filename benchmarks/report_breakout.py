@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import ALGO_LABELS, load_hyperparams
+from benchmarks.report_atari import ATARI_MEASUREMENTS
 from benchmarks.report_common import (
     OVERLAP,
     VERDICT,
@@ -57,15 +58,11 @@ def _run_order(path: Path) -> tuple[str, int, str]:
     return str(path.parent), int(match.group(1)) if match else -1, path.name
 
 
-#: How the Atari-5 second measurement's Breakout runs (``atari_v2/``, rule ``atari_v2/atari5_rule_v2.md``) are marked
-SECOND_MEASUREMENT = "entropy floor 0.3, second measurement"
-
-
 def breakout_records(results_dir: Path) -> list[dict[str, Any]]:
     """
     Every recorded Breakout run, by algorithm and seed: ``atari/breakout/<algo>/seed<k>.json``, then the variants of
-    an entry (``breakout_variants/NAME/breakout/<algo>/seed<k>.json``), marked with their name, then the Atari-5
-    second measurement's (``atari_v2/atari/breakout/<algo>/seed<k>.json``), marked ``SECOND_MEASUREMENT``.
+    an entry (``breakout_variants/NAME/breakout/<algo>/seed<k>.json``), marked with their name, then each later Atari-5
+    measurement's (``<folder>/atari/breakout/<algo>/seed<k>.json``), marked with its ``breakout_mark``.
     """
     paths = sorted((results_dir / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
     records = [json.loads(path.read_text()) for path in paths]
@@ -73,8 +70,12 @@ def breakout_records(results_dir: Path) -> list[dict[str, Any]]:
         (path, path.parents[2].name)
         for path in sorted((results_dir / "breakout_variants").glob("*/breakout/*/seed*.json"), key=_run_order)
     ]
-    second = sorted((results_dir / "atari_v2" / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
-    for path, variant in [*variants, *((path, SECOND_MEASUREMENT) for path in second)]:
+    later = [
+        (path, measurement.breakout_mark)
+        for measurement in ATARI_MEASUREMENTS.values()
+        for path in sorted((results_dir / measurement.folder / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
+    ]
+    for path, variant in [*variants, *later]:
         record = json.loads(path.read_text())
         records.append({**record, "algo_label": f"{record['algo_label']} [{variant}]", "variant": variant})
     return records

@@ -561,18 +561,21 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "**missed**" in report_breakout.breakout_comparison(worse, tmp_path, tmp_path)
 
 
-def test_breakout_records_mark_variants_and_the_second_measurement(tmp_path):
-    # the entry's runs as they are; a variant's and the Atari-5 second measurement's marked, so that the comparison
+def test_breakout_records_mark_variants_and_the_later_measurements(tmp_path):
+    # the entry's runs as they are; a variant's and each later Atari-5 measurement's marked, so that the comparison
     # of today's entries leaves them out
-    for folder, score in (("atari", 1.0), ("breakout_variants/wide/", 2.0), ("atari_v2/atari", 3.0)):
+    folders = (("atari", 1.0), ("breakout_variants/wide/", 2.0), ("atari_v2/atari", 3.0), ("atari_v3/atari", 4.0))
+    for folder, score in folders:
         path = tmp_path / folder / "breakout" / "trpo_plus" / "seed0.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps({"algo_label": "TRPOPlus", "final": {"mean": score}}))
     records = report_breakout.breakout_records(tmp_path)
+    floor, schedule = (report_atari.ATARI_MEASUREMENTS[key].breakout_mark for key in ("floor", "schedule"))
     assert [(r["algo_label"], r.get("variant"), r["final"]["mean"]) for r in records] == [
         ("TRPOPlus", None, 1.0),
         ("TRPOPlus [wide]", "wide", 2.0),
-        (f"TRPOPlus [{report_breakout.SECOND_MEASUREMENT}]", report_breakout.SECOND_MEASUREMENT, 3.0),
+        (f"TRPOPlus [{floor}]", floor, 3.0),
+        (f"TRPOPlus [{schedule}]", schedule, 4.0),
     ]
 
 
@@ -1014,8 +1017,9 @@ def test_keep_learning_k4(tmp_path):
     assert "K4, seeds" not in keep_learning.k4_screen([100, 101], k4_dir, minatar_dir)
 
 
-def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0):
-    """A finished 1M-step ``benchmarks.atari`` record under ``root/atari``, with its entropy and acceptance at the end."""
+def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0, closed=False):
+    """A finished 1M-step ``benchmarks.atari`` record under ``root/atari``, with its entropy and acceptance at the end
+    (``closed``: its last update was closed by a ``target_kl`` schedule, and counted as not accepted)."""
     path = root / "atari" / game.lower() / algo / f"seed{seed}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     curve = {"timesteps": [0, 1_000_000], "mean": [0.0, score], "lengths": [[900], [2500, 2600]]}
@@ -1025,17 +1029,88 @@ def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0):
         diagnostics[report_atari.ATARI_ACCEPTANCE_KEY] = [1.0, accepted]
     record = {"algo": algo, "seed": seed, "n_timesteps": report_atari.ATARI_BUDGET, "curve": curve}
     record.update(final={"mean": score}, late={"mean": score}, diagnostics=diagnostics)
+    if closed:
+        record["last_update"] = {"failure_reason": "closed_trust_region"}
     path.write_text(json.dumps(record))
 
 
-def test_atari5_v2_section(tmp_path, monkeypatch):
+def test_late_acceptance_leaves_out_the_update_a_schedule_closed(tmp_path):
+    # 10 updates in the last 200k steps, 8 accepted: 0.8; when the last of them was closed by the radius schedule (no
+    # line search ran), 8 of 9: 0.89, still a collapse; 8.5 of 10 becomes 8.5 of 9, 0.94, not one
+    for seed, (accepted, closed) in enumerate(((0.8, False), (0.8, True), (0.85, True))):
+        write_atari_run(tmp_path, "Qbert", "trpo_plus", seed, 0.0, accepted=accepted, closed=closed)
+    records = report_atari.atari_runs(tmp_path, "Qbert")["trpo_plus"]
+    assert [round(report_atari.late_acceptance(records[s]), 3) for s in range(3)] == [0.8, 0.889, 0.944]
+    for seed in range(3):
+        write_atari_run(tmp_path, "Qbert", "ppo", seed, 0.0)
+    failures, checked = report_atari.collapsed_runs({"Qbert": report_atari.atari_runs(tmp_path, "Qbert")}, 3)
+    assert checked == 3 and [f.split(" (")[0] for f in failures] == ["Qbert seed 0", "Qbert seed 1"]
+    # a bin without a finite value counts neither its value nor its updates; none at all is no acceptance, a collapse
+    record = records[1]
+    record["diagnostics"]["n_updates"] = [10, 10, 10]
+    record["diagnostics"]["bin_end"] = [800_000, 900_000, 1_000_000]
+    for missing in (None, float("nan")):
+        record["diagnostics"][report_atari.ATARI_ACCEPTANCE_KEY] = [missing, 1.0, 0.8]
+        assert round(report_atari.late_acceptance(record), 3) == round(18 / 19, 3)
+    record["diagnostics"][report_atari.ATARI_ACCEPTANCE_KEY] = [None, float("nan"), None]
+    assert report_atari.late_acceptance(record) is None
+    assert report_atari.collapse_reasons(None, 1.0, 0.5) == ["accepted n/a"]
+    assert report_atari.collapse_reasons(float("nan"), 1.0, 0.5) == ["accepted n/a"]
+
+
+def test_atari5_third_measurement(tmp_path, monkeypatch):
+    # the radius schedule's runs under atari_v3/, read beside the first entry's and the floor's: its heading and
+    # command, its own figures, every entry's IQM per game, and the aggregate once every game has 3 seeds
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
+    (tmp_path / "atari").mkdir()
+    (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
+    third = tmp_path / report_atari.ATARI_MEASUREMENTS["schedule"].folder
+    for game, random_score in random_scores.items():
+        for seed in range(3):
+            write_atari_run(tmp_path, game, "ppo", seed, random_score + 100 + seed)
+            collapsed = (game, seed) == ("Phoenix", 1)
+            write_atari_run(tmp_path, game, "trpo_plus", seed, random_score + 200 + seed, 0.5 if collapsed else 1.0)
+            write_atari_run(tmp_path / "atari_v2", game, "trpo_plus", seed, random_score + 50 + seed)
+        # the closing update counted as not accepted: 9 of 10, 1.0 once it is left out
+        write_atari_run(third, game, "trpo_plus", 0, random_score + 300, accepted=0.9, closed=True)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule")
+    command = (
+        "`python -m benchmarks.atari --env GAME --algo trpo_plus --seed S --budget 1e6 --threads 1 --checkpoint-freq "
+        "50000 --resume --results-dir benchmarks/results/atari_v3 --params \"target_kl:'lin_0.08'\" "
+        '"learning_rate:\'lin_2.5e-4\'" "callback:[]"`'
+    )
+    assert "### 6.2 Third measurement" in text and "from a checkout of commit 696ec4a" in text and command in text
+    assert (
+        "| game | TRPOPlus, first entry | TRPOPlus + entropy floor 0.3 | TRPOPlus + radius schedule | PPO | with the radius "
+        "schedule against PPO | collapsed (first / with the floor / with the radius schedule) | seeds (first / with the "
+        "floor / with the radius schedule / PPO) |\n| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"
+    ) in text
+    phoenix = "| Phoenix | 241 [240, 242] | 91.0 [90.0, 92.0] |"
+    assert f"{phoenix} 340 [340, 340] | 141 [140, 142] | not yet (1 of 3 seeds) | 0 / 0 / 0 of 1 |" in text
+    assert "Aggregate, done tests and which entry ships: not yet" in text
+    for image in ("atari5_v3_curves.png", "atari5_v3_entropy.png"):
+        assert f"(images/{image})" in text and (tmp_path / "images" / image).is_file()
+    # every seed: ahead everywhere, no run collapsed (the closing update left out), above the first entry: it ships
+    for game, random_score in random_scores.items():
+        for seed in (1, 2):
+            write_atari_run(third, game, "trpo_plus", seed, random_score + 300 + seed, accepted=0.9, closed=True)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule")
+    assert f"{phoenix} 341 [340, 342] | 141 [140, 142] | ahead | 1 / 0 / 0 of 3 |" in text
+    assert "| TRPOPlus + entropy floor 0.3 |" not in text.split("Over the five games")[1]
+    assert "runs below: 0 of 15 runs | **met** |" in text and "behind: none | **met** |" in text
+    assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
+    assert "The radius schedule ships: it becomes the `atari` entry." in text
+
+
+def test_atari5_later_section(tmp_path, monkeypatch):
     from scipy import stats
 
     monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
     random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
     (tmp_path / "atari").mkdir()
     (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
-    second = tmp_path / report_atari.ATARI_V2_DIR
+    second = tmp_path / report_atari.ATARI_MEASUREMENTS["floor"].folder
 
     def floor_gain(game):
         return 50 if game == "Qbert" else 300
@@ -1053,7 +1128,7 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     # on the game to 2, so the no-collapse test asks 0.5 nats there
     write_atari_run(tmp_path, "BattleZone", "ppo", 3, random_scores["BattleZone"] + 103, entropy=5.0)
     # a game short of seeds of the floor: no aggregate yet
-    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "floor")
     assert (
         "| Qbert | 251 [250, 252] | 100 [100, 101] | 151 [150, 152] | not yet (2 of 3 seeds) | 0 / 0 of 2 | 3 / 2 / 3 |"
         in text
@@ -1065,7 +1140,7 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     # seeds the floor shares with it (0.25); the floor collapses as often as the first entry, so it does not ship
     write_atari_run(second, "Qbert", "trpo_plus", 2, random_scores["Qbert"] + 52)
     write_atari_run(second, "BattleZone", "trpo_plus", 0, random_scores["BattleZone"] + 300, entropy=0.4)
-    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "floor")
     # the first entry's headline row is section 6's, on the same records and seeds
     first = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     first_row = next(line for line in first.splitlines() if line.startswith("| TRPOPlus | ") and line.count("[") == 3)
@@ -1088,7 +1163,7 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
 
     # without that collapse, the floor ships
     write_atari_run(second, "BattleZone", "trpo_plus", 0, random_scores["BattleZone"] + 300)
-    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "floor")
     assert "runs below: 0 of 15 runs | **met** |" in text
     assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
     assert "The floor ships: it becomes the `atari` entry." in text
@@ -1097,6 +1172,6 @@ def test_atari5_v2_section(tmp_path, monkeypatch):
     for game, random_score in random_scores.items():
         for seed in range(3):
             write_atari_run(second, game, "trpo_plus", seed, random_score + 150 + seed)
-    text = report_atari.atari5_v2_section(tmp_path, tmp_path / "images", tmp_path)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "floor")
     assert "fewer collapsed runs than the first entry (0 against 1): **met**" in text
     assert "**missed**. The floor does not ship: the `atari` entry stays." in text

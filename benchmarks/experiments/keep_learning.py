@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import RESULTS_DIR
-from benchmarks.report_atari import ATARI_DIAGNOSTICS, late_diagnostic
+from benchmarks.report_atari import ATARI_DIAGNOSTICS, late_acceptance, late_diagnostic
 
 SCREEN_DIR = RESULTS_DIR / "keep_learning"
 REFERENCE = "entry"
@@ -68,25 +68,13 @@ def mean_at(record: dict[str, Any], steps: tuple[int, ...]) -> float:
     return float(np.mean([evaluation_at(record, s) for s in steps]))
 
 
-def late_window(record: dict[str, Any], key: str, window: int = WINDOW) -> tuple[float, int]:
-    """The sum of ``key`` over the updates of the last ``window`` steps (bin means times their updates), and the count."""
-    diagnostics = record["diagnostics"]
-    start = record["n_timesteps"] - window
-    total, count = 0.0, 0
-    for end, value, updates in zip(diagnostics["bin_end"], diagnostics[key], diagnostics["n_updates"]):
-        if end > start and updates and value is not None and np.isfinite(value):
-            total, count = total + value * updates, count + updates
-    return total, count
-
-
 def late_acceptance_entropy(record: dict[str, Any], window: int) -> tuple[float, float]:
-    """Line-search acceptance and mean entropy over the updates of the last ``window`` steps; an update closed by a
-    ``target_kl`` schedule (radius 0, logged as not accepted) ran no line search and is left out of the acceptance."""
-    accepted, searches = late_window(record, "train/is_line_search_success", window)
-    if (record.get("last_update") or {}).get("failure_reason") == "closed_trust_region":
-        searches -= 1
-    entropy, updates = late_window(record, "train/entropy", window)
-    return accepted / searches, entropy / updates
+    """Line-search acceptance (``late_acceptance``: an update closed by a ``target_kl`` schedule is left out) and mean
+    entropy over the updates of the run's last ``window`` steps."""
+    acceptance, entropy = late_acceptance(record, window), late_diagnostic(record, "train/entropy", window)
+    if acceptance is None or entropy is None:
+        raise ValueError(f"{record.get('env_id')} seed {record.get('seed')}: no diagnostics over its last {window} steps")
+    return acceptance, entropy
 
 
 def screen(record: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
