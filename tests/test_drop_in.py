@@ -127,6 +127,41 @@ def test_same_update_as_sb3_contrib(env_fn, kwargs):
     assert relative_difference < 1e-3
 
 
+def test_same_critic_update_as_sb3_contrib(monkeypatch):
+    """
+    The critic's epochs are sb3-contrib's, bit for bit, when both draw the same minibatches: same weights, same Adam
+    moments, same rollout (not yet flattened by ``get``), several epochs. sb3-contrib shuffles with numpy (one
+    permutation for the policy's whole batch, then one per critic epoch), TRPOPlus with ``th.randperm`` per epoch: here
+    both draw from numpy's generator, seeded alike.
+    """
+    common = dict(n_steps=256, batch_size=64, n_critic_updates=5, seed=0, policy_kwargs=dict(net_arch=[32]))
+    contrib = TRPO("MlpPolicy", make_vec_env(TrackingEnv, n_envs=2, seed=0), **common)
+    contrib.learn(3 * 2 * 256)  # the critic's Adam moments are not zero
+    _, callback = contrib._setup_learn(2 * 256, None, reset_num_timesteps=False)
+    callback.on_training_start(locals(), globals())
+    contrib.collect_rollouts(contrib.env, callback, contrib.rollout_buffer, contrib.n_steps)
+    plus = TRPOPlus("MlpPolicy", make_vec_env(TrackingEnv, n_envs=2, seed=0), **common)
+    plus.policy.load_state_dict(contrib.policy.state_dict())
+    # (deep: load_state_dict keeps the very moment tensors, which contrib's update would then change for both)
+    plus.policy.optimizer.load_state_dict(copy.deepcopy(contrib.policy.optimizer.state_dict()))
+    plus.rollout_buffer = copy.deepcopy(contrib.rollout_buffer)
+    plus.set_logger(configure(None, [""]))
+    names = [name for name, _ in contrib.policy.named_parameters() if "value" in name]
+    before = {name: param.detach().clone() for name, param in contrib.policy.named_parameters() if name in names}
+
+    np.random.seed(123)
+    contrib.train()
+    np.random.seed(123)
+    np.random.permutation(2 * 256)  # the policy's shuffle of the whole batch in sb3-contrib's train()
+    monkeypatch.setattr(th, "randperm", lambda n, device=None: th.as_tensor(np.random.permutation(n)))
+    plus.train()
+
+    contrib_params, plus_params = dict(contrib.policy.named_parameters()), dict(plus.policy.named_parameters())
+    for name in names:
+        assert not th.equal(contrib_params[name], before[name]), name
+        assert th.equal(plus_params[name], contrib_params[name]), name
+
+
 def test_kl_convention_of_accepted_steps():
     """The logged KL is the KL that target_kl bounds: the mean over action dimensions, as in sb3-contrib."""
     model = TRPOPlus(
