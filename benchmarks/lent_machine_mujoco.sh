@@ -46,4 +46,5 @@ for run in "$@"; do
 done
 find "$RESULTS/learning" "$RESULTS/tmp/learning" -newer "$stamp" -type f ! -name '*.partial' -print0 \
     | tar czf "$out/mujoco.tgz" --null -T -
+rm -f "$stamp"
 ls -la "$out"
