@@ -533,8 +533,9 @@ class Measurement(NamedTuple):
     """
     A later Atari-5 measurement of a changed ``atari`` entry: the folder of its records (``<folder>/atari/<game>/
     trpo_plus/``), its template block (heading, what changed, command; also its figures' stem), how the figures draw its
-    runs, how sentences name it (``the entry with {name}``), how section 4 marks its Breakout runs, and the earlier
-    measurements its per-game table and figures show beside it.
+    runs, how sentences name it (``the entry with {name}``), how section 4 marks its Breakout runs, the earlier
+    measurements its per-game table and figures show beside it, and whether its rule reads none of its Atari-5 runs
+    until every game has ``ATARI_MIN_SEEDS`` of them (``sealed``: until then the page gives their number, nothing else).
     """
 
     folder: str
@@ -543,7 +544,11 @@ class Measurement(NamedTuple):
     name: str
     breakout_mark: str
     beside: tuple[str, ...] = ()
+    sealed: bool = False
 
+
+#: A sealed measurement's scores, in its per-game table, until its rule reads them
+WITHHELD = "withheld"
 
 #: The later measurements, in the page's order, each under its rule (``<folder>/atari5_rule_v<k>.md``)
 ATARI_MEASUREMENTS = {
@@ -561,6 +566,7 @@ ATARI_MEASUREMENTS = {
         "the radius schedule",
         "radius schedule, third measurement",
         beside=("floor",),
+        sealed=True,
     ),
 }
 
@@ -596,6 +602,11 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     name = measurement.name
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
     runs = later_runs(results_dir, measurement)
+    finished = {game: len(by_entry["later"]) for game, by_entry in runs.items()}
+    sealed = measurement.sealed and min(finished.values()) < ATARI_MIN_SEEDS
+    if sealed:  # nothing of its runs is read (scores, curves, diagnostics) until every game has its seeds
+        for by_entry in runs.values():
+            by_entry["later"] = {}
     entries = ("first", "later")
     drawn = {
         "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
@@ -623,17 +634,22 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             scores = {e: np.array([by_entry[e][s]["final"]["mean"] for s in paired_seeds]) for e in ("later", "ppo")}
             paired = interval_estimates(scores)
             place = places[game] = paired["later"]["iqm"].place(paired["ppo"]["iqm"])
-        if seeds := in_table[game]:
+        if sealed:
+            paired_seeds, collapsed = range(finished[game]), WITHHELD
+        elif seeds := in_table[game]:
             counts = [len(collapsed_runs({game: against_ppo(by_entry, e, seeds)}, len(seeds))[0]) for e in plus]
             collapsed = f"{' / '.join(map(str, counts))} of {len(seeds)}"
         rows.append(
             fill(
                 "atari5_later.row",
                 game=labels[game],
-                scores=" | ".join(score_text(iqm[entry]) if entry in iqm else NOT_RUN for entry in drawn),
+                scores=" | ".join(
+                    score_text(iqm[entry]) if entry in iqm else WITHHELD if sealed and entry == "later" else NOT_RUN
+                    for entry in drawn
+                ),
                 place=PLACE[place] if place is not None else f"not yet ({len(paired_seeds)} of {ATARI_MIN_SEEDS} seeds)",
                 collapsed=collapsed,
-                counts=" / ".join(str(len(records)) for records in by_entry.values()),
+                counts=" / ".join(str(finished[game] if e == "later" else len(r)) for e, r in by_entry.items()),
             )
         )
     curves = images_dir / f"{measurement.block}_curves.png"
@@ -665,6 +681,11 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             entropy=image_link(entropy, docs_dir),
         ),
     ]
+    if sealed:
+        parts.append(
+            fill("atari5_later.sealed", finished=sum(finished.values()), total=ATARI_MIN_SEEDS * len(ATARI5), name=name)
+        )
+        return paragraphs(*parts)
     n_seeds = {e: min(len(seeds) for seeds in with_ppo[e].values()) for e in entries}
     n_shared = min(len(seeds) for seeds in shared.values())
     if min(n_seeds["later"], n_shared) < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
