@@ -547,7 +547,7 @@ class Measurement(NamedTuple):
     sealed: bool = False
 
 
-#: A sealed measurement's scores, in its per-game table, until its rule reads them
+#: A sealed measurement's cells (scores, collapsed runs) in its per-game table until its rule reads its runs
 WITHHELD = "withheld"
 
 #: The later measurements, in the page's order, each under its rule (``<folder>/atari5_rule_v<k>.md``)
@@ -597,16 +597,19 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     entry's IQM, and each TRPOPlus entry's runs that collapsed, on the seeds all the entries have. Over the games: the
     first and the changed entry against PPO as section 6 computes it (on the seeds each shares with PPO), the issue's
     done tests for the changed entry, and its rule's shipping test (on the seeds it, the first entry and PPO all have).
+    A sealed measurement shows only how many of its runs exist until every game has seeds 0 to ``ATARI_MIN_SEEDS - 1``.
     """
     measurement = ATARI_MEASUREMENTS[key]
     name = measurement.name
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
     runs = later_runs(results_dir, measurement)
     finished = {game: len(by_entry["later"]) for game, by_entry in runs.items()}
-    sealed = measurement.sealed and min(finished.values()) < ATARI_MIN_SEEDS
-    if sealed:  # nothing of its runs is read (scores, curves, diagnostics) until every game has its seeds
+    rule_seeds = set(range(ATARI_MIN_SEEDS))
+    sealed = measurement.sealed and not all(rule_seeds <= set(by_entry["later"]) for by_entry in runs.values())
+    if sealed:  # nothing of its runs is read (scores, curves, diagnostics, collapses) until every game has its seeds
         for by_entry in runs.values():
             by_entry["later"] = {}
+    missing = {"later": WITHHELD if sealed else NOT_RUN}
     entries = ("first", "later")
     drawn = {
         "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
@@ -629,25 +632,22 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             for entry, records in by_entry.items()
             if records
         }
-        paired_seeds, place, collapsed = with_ppo["later"][game], None, NOT_RUN
+        paired_seeds, place, collapsed = with_ppo["later"][game], None, missing["later"]
         if len(paired_seeds) >= ATARI_MIN_SEEDS:
             scores = {e: np.array([by_entry[e][s]["final"]["mean"] for s in paired_seeds]) for e in ("later", "ppo")}
             paired = interval_estimates(scores)
             place = places[game] = paired["later"]["iqm"].place(paired["ppo"]["iqm"])
-        if sealed:
-            paired_seeds, collapsed = range(finished[game]), WITHHELD
-        elif seeds := in_table[game]:
+        if seeds := in_table[game]:
             counts = [len(collapsed_runs({game: against_ppo(by_entry, e, seeds)}, len(seeds))[0]) for e in plus]
             collapsed = f"{' / '.join(map(str, counts))} of {len(seeds)}"
         rows.append(
             fill(
                 "atari5_later.row",
                 game=labels[game],
-                scores=" | ".join(
-                    score_text(iqm[entry]) if entry in iqm else WITHHELD if sealed and entry == "later" else NOT_RUN
-                    for entry in drawn
-                ),
-                place=PLACE[place] if place is not None else f"not yet ({len(paired_seeds)} of {ATARI_MIN_SEEDS} seeds)",
+                scores=" | ".join(score_text(iqm[e]) if e in iqm else missing.get(e, NOT_RUN) for e in drawn),
+                place=PLACE[place]
+                if place is not None
+                else f"not yet ({finished[game] if sealed else len(paired_seeds)} of {ATARI_MIN_SEEDS} seeds)",
                 collapsed=collapsed,
                 counts=" / ".join(str(finished[game] if e == "later" else len(r)) for e, r in by_entry.items()),
             )

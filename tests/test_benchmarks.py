@@ -1063,15 +1063,19 @@ def test_atari5_third_measurement(tmp_path, monkeypatch):
     # command, its own figures, every entry's IQM per game, and the aggregate once every game has 3 seeds; its rule
     # reads nothing of its runs before all 15 exist, so until then the page gives their number and no score or curve
     monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
-    drawn = {}
-    plot_curves = report_atari.plot_curve_panels
+    drawn, plotted = {}, {}  # per game, the runs each figure drew: curves by label, entropy by entry
+    plot_curves, plot_entropy = report_atari.plot_curve_panels, report_atari.plot_atari_entropy
 
     def record_curves(by_game, *args, **kwargs):
-        drawn.clear()
         drawn.update({game: {label: len(records) for label, records in by_label.items()} for game, by_label in by_game.items()})
         return plot_curves(by_game, *args, **kwargs)
 
+    def record_entropy(by_game, *args, **kwargs):
+        plotted.update({game: {entry: len(records) for entry, records in by_entry.items()} for game, by_entry in by_game.items()})
+        return plot_entropy(by_game, *args, **kwargs)
+
     monkeypatch.setattr(report_atari, "plot_curve_panels", record_curves)
+    monkeypatch.setattr(report_atari, "plot_atari_entropy", record_entropy)
     random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
     (tmp_path / "atari").mkdir()
     (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
@@ -1098,9 +1102,10 @@ def test_atari5_third_measurement(tmp_path, monkeypatch):
     ) in text
     phoenix = "| Phoenix | 241 [240, 242] | 91.0 [90.0, 92.0] |"
     sealed_row = f"{phoenix} withheld | 141 [140, 142] | not yet (1 of 3 seeds) | withheld | 3 / 3 / 1 / 3 |"
-    assert sealed_row in text and "340" not in text
+    assert sealed_row in text and not any(str(int(r + 300)) in text for r in random_scores.values())
     assert "Withheld: 5 of the 15 Atari-5 runs of the entry with the radius schedule have finished." in text
     assert drawn["Phoenix"]["TRPOPlus + radius schedule"] == 0 and drawn["Phoenix"]["PPO"] == 3
+    assert plotted["Phoenix"]["later"] == 0 and plotted["Phoenix"]["ppo"] == 3
     for image in ("atari5_v3_curves.png", "atari5_v3_entropy.png"):
         assert f"(images/{image})" in text and (tmp_path / "images" / image).is_file()
     # 14 of 15: still withheld
@@ -1110,11 +1115,11 @@ def test_atari5_third_measurement(tmp_path, monkeypatch):
                 write_atari_run(third, game, "trpo_plus", seed, random_score + 300 + seed, accepted=0.9, closed=True)
     text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule")
     assert "Withheld: 14 of the 15" in text and "| 3 / 3 / 3 / 3 |" in text and "341" not in text
-    assert drawn["Phoenix"]["TRPOPlus + radius schedule"] == 0
+    assert drawn["Phoenix"]["TRPOPlus + radius schedule"] == 0 and plotted["Phoenix"]["later"] == 0
     # every seed: ahead everywhere, no run collapsed (the closing update left out), above the first entry: it ships
     write_atari_run(third, "Qbert", "trpo_plus", 2, random_scores["Qbert"] + 302, accepted=0.9, closed=True)
     text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule")
-    assert "Withheld" not in text and drawn["Phoenix"]["TRPOPlus + radius schedule"] == 3
+    assert "Withheld" not in text and drawn["Phoenix"]["TRPOPlus + radius schedule"] == plotted["Phoenix"]["later"] == 3
     assert f"{phoenix} 341 [340, 342] | 141 [140, 142] | ahead | 1 / 0 / 0 of 3 |" in text
     assert "| TRPOPlus + entropy floor 0.3 |" not in text.split("Over the five games")[1]
     assert "runs below: 0 of 15 runs | **met** |" in text and "behind: none | **met** |" in text
