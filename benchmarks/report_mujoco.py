@@ -155,7 +155,7 @@ def aggregate_text(
     estimates = interval_estimates(normalized)
     profile = images_dir / "mujoco_profile.png"
     plot_performance_profile(
-        normalized, profile, "MuJoCo: performance profile (all runs of the five tasks)", "better baseline's IQM"
+        normalized, profile, "MuJoCo: performance profile (all runs of the five tasks)", "better baseline"
     )
     ratio = float(np.mean([iqms[task]["trpo_plus"].point / best[task] for task in MUJOCO_TASKS]))
     behind = [f"{task} ({ALGO_LABELS[b]})" for task, place in places.items() for b, where in place.items() if where < 0]
