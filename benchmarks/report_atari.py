@@ -238,7 +238,7 @@ class Entry(NamedTuple):
 ATARI_ENTRIES = {algo: Entry(algo, ALGO_LABELS[algo], COLORS[algo]) for algo in ATARI_ALGOS}
 
 
-def plot_atari_entropy(
+def plot_entropy_panels(
     runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path, entries: dict[str, Entry], title: str
 ) -> None:
     """
@@ -461,7 +461,7 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     # the per-game details follow the aggregate
     details = [fill("atari5.human", rows="\n".join(human_rows), **{f"game{i}": labels[g] for i, g in enumerate(ATARI5)})]
     entropy_image = images_dir / "atari5_entropy.png"
-    plot_atari_entropy(
+    plot_entropy_panels(
         runs,
         entropy_image,
         ATARI_ENTRIES,
@@ -660,7 +660,7 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
         "Atari-5, 1M steps, each TRPOPlus entry: evaluation return (mean over seeds, 95% bootstrap CI)",
         colors={entry.label: entry.color for entry in drawn.values()},
     )
-    plot_atari_entropy(
+    plot_entropy_panels(
         runs,
         entropy,
         drawn,

@@ -16,9 +16,11 @@ from benchmarks._common import ALGO_LABELS
 from benchmarks.report_atari import (
     ATARI_ACCEPTANCE_KEY,
     ATARI_DIAGNOSTICS,
+    ATARI_ENTRIES,
     ATARI_MIN_ACCEPTANCE,
     collapse_reasons,
     late_diagnostic,
+    plot_entropy_panels,
 )
 from benchmarks.report_common import NOT_RUN, VERDICT, Shown, fill, fill_each, image_link, paragraphs, read_json
 from benchmarks.report_learning import load_learning
@@ -255,15 +257,20 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
     random_scores = (read_json(results_dir / "minatar_random.json") or {}).get("games", {})
     plus_algo, reference = MINATAR_ALGOS
     rows, normalized, complete, dropped, collapsed = [], {algo: [] for algo in MINATAR_ALGOS}, [], [], []
+    picked = {}  # per game, algorithm and seed, the record read (for the entropy picture)
     for game in MINATAR_GAMES:
         env_id = f"MinAtar/{game}-v1"
-        facts = {
+        picked[game] = {
             algo: {
-                record["seed"]: run_5m_facts(record, algo)
+                record["seed"]: record
                 for record in runs.get(env_id, {}).get(algo, [])
                 if record["seed"] in MINATAR_5M_SEEDS and record["n_timesteps"] == MINATAR_5M_BUDGET
             }
             for algo in MINATAR_ALGOS
+        }
+        facts = {
+            algo: {seed: run_5m_facts(record, algo) for seed, record in by_seed.items()}
+            for algo, by_seed in picked[game].items()
         }
         ppo_entropy = _measured(fact["entropy"] for fact in facts[reference].values())
         entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else float("nan")
@@ -326,7 +333,10 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
     )
     if not runs:
         return paragraphs(intro, fill("minatar5m.no_runs"))
-    intro = paragraphs(intro, fill("minatar5m.table", rows="\n".join(rows)))
+    entropy_image = images_dir / "minatar5m_entropy.png"
+    title = "MinAtar, 5M steps: policy entropy (mean per 250k steps) and TRPOPlus's line-search acceptance"
+    plot_entropy_panels(picked, entropy_image, ATARI_ENTRIES, title)
+    intro = paragraphs(intro, fill("minatar5m.table", rows="\n".join(rows), image=image_link(entropy_image, docs_dir)))
     if len(complete) < len(MINATAR_GAMES):
         return paragraphs(intro, fill("minatar5m.not_yet", complete=len(complete), total=len(MINATAR_GAMES)))
     scores = {algo: np.array(values).T for algo, values in normalized.items()}  # (seeds, games)

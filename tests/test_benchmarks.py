@@ -442,6 +442,14 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     # evaluation past 5M); it rises when that mean is above the one at 3.5M-4M. The end-of-run diagnostics are the
     # bins past 4.5M: a low entropy or acceptance there is a collapse, the same before it is not
     monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    plotted = {}  # per game, the seeds of each algorithm that the entropy picture drew
+    plot_entropy = report_minatar.plot_entropy_panels
+
+    def record_entropy(by_game, *args, **kwargs):
+        plotted.update({game: {algo: sorted(runs) for algo, runs in by_algo.items()} for game, by_algo in by_game.items()})
+        return plot_entropy(by_game, *args, **kwargs)
+
+    monkeypatch.setattr(report_minatar, "plot_entropy_panels", record_entropy)
     games = report_minatar.MINATAR_GAMES
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 2.0} for g in games}}))
     steps = list(range(0, 5_000_001, 250_000))
@@ -496,6 +504,9 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     write("ppo", "MinAtar/Pong-v1", 1, 5.0, {})  # not one of the rule's games
     text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| Seaquest | TRPOPlus | 1, 2 |" in text and "not yet (4 of 5 games" in text and "Pong" not in text
+    # the entropy picture draws the runs the table reads: not Seaquest's 2M run, nor a game outside the rule
+    assert plotted["Seaquest"] == {"trpo_plus": [1, 2], "ppo": [1, 2, 3]} and set(plotted) == set(games)
+    assert "](images/minatar5m_entropy.png)" in text and (tmp_path / "images" / "minatar5m_entropy.png").is_file()
     write("trpo_plus", "MinAtar/Seaquest-v1", 3, 182.0, plus_evaluations(), [0.5] * 20, [1.0] * 20)
     text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
     rows = {tuple(line.split(" | ")[:2]): line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
@@ -1064,18 +1075,22 @@ def test_atari5_third_measurement(tmp_path, monkeypatch):
     # reads nothing of its runs before all 15 exist, so until then the page gives their number and no score or curve
     monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
     drawn, plotted = {}, {}  # per game, the runs each figure drew: curves by label, entropy by entry
-    plot_curves, plot_entropy = report_atari.plot_curve_panels, report_atari.plot_atari_entropy
+    plot_curves, plot_entropy = report_atari.plot_curve_panels, report_atari.plot_entropy_panels
 
     def record_curves(by_game, *args, **kwargs):
-        drawn.update({game: {label: len(records) for label, records in by_label.items()} for game, by_label in by_game.items()})
+        drawn.update(
+            {game: {label: len(records) for label, records in by_label.items()} for game, by_label in by_game.items()}
+        )
         return plot_curves(by_game, *args, **kwargs)
 
     def record_entropy(by_game, *args, **kwargs):
-        plotted.update({game: {entry: len(records) for entry, records in by_entry.items()} for game, by_entry in by_game.items()})
+        plotted.update(
+            {game: {entry: len(records) for entry, records in by_entry.items()} for game, by_entry in by_game.items()}
+        )
         return plot_entropy(by_game, *args, **kwargs)
 
     monkeypatch.setattr(report_atari, "plot_curve_panels", record_curves)
-    monkeypatch.setattr(report_atari, "plot_atari_entropy", record_entropy)
+    monkeypatch.setattr(report_atari, "plot_entropy_panels", record_entropy)
     random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
     (tmp_path / "atari").mkdir()
     (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
