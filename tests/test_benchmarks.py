@@ -985,16 +985,17 @@ def test_keep_learning_minatar(tmp_path):
     assert keep_learning.minatar_bins("Seaquest", 100, tmp_path) == "Seaquest: no finished run"
 
 
-def test_keep_learning_k4(tmp_path):
-    """K4's three tests (minatar_k4_rule.md): against the entry's and PPO's runs on the same seed, per seed, then on the
-    mean; the schedule's closing update (radius 0, no line search) is not a rejected step."""
+def test_keep_learning_minatar_screen(tmp_path):
+    """The three tests of minatar_k4_rule.md and minatar_k5_rule.md: against the entry's and PPO's runs on the same game
+    and seed, per run, then per game on the mean over the seeds; the schedule's closing update (radius 0, no line
+    search) is not a rejected step."""
     from benchmarks.experiments import keep_learning
 
     steps = [*range(0, 5_000_001, 250_000), 5_000_192]
-    k4_dir, minatar_dir = tmp_path / "minatar_k4", tmp_path / "minatar"
+    k5_dir, minatar_dir = tmp_path / "minatar_k5", tmp_path / "minatar"
 
-    def write(root, algo, seed, means, entropy=0.5, closed=False):
-        path = root / "learning" / algo / "MinAtar-Breakout-v1" / f"seed{seed}.json"
+    def write(root, algo, seed, means, game="Breakout", entropy=0.5, closed=False):
+        path = root / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         # 20 bins of 250k and the closing update's own bin; the last 500k are the last three
         diagnostics = {"bin_end": list(range(250_000, 5_250_001, 250_000)), "n_updates": [10] * 20 + [1]}
@@ -1009,23 +1010,47 @@ def test_keep_learning_k4(tmp_path):
             record["last_update"] = {"accepted": False, "failure_reason": "closed_trust_region"}
         path.write_text(json.dumps({**record, "diagnostics": diagnostics}))
 
+    def screen(seeds, games=("Breakout",)):
+        return keep_learning.minatar_screen("K5", list(games), seeds, k5_dir, minatar_dir)
+
     rising = [*(float(i) for i in range(len(steps) - 1)), 100.0]  # 8 at 2M, 11 at 2.5-3M, 19 at 4.5-5M
     flat = [*rising[:9], *[8.0] * 12, 100.0]
-    write(minatar_dir, "trpo_plus", 100, flat)
-    write(minatar_dir, "ppo", 100, rising, entropy=1.0)
-    assert keep_learning.k4_screen([100], k4_dir, minatar_dir).splitlines()[2].startswith("| 100 | not finished")
-    write(k4_dir, "trpo_plus", 100, rising, closed=True)
-    rows = keep_learning.k4_screen([100], k4_dir, minatar_dir).splitlines()
-    assert rows[2] == "| 100 | 8.0 | 11.0 | 19.0 (8.0) | 0.90 | 0.50 (0.25) | pass | pass | pass |"
-    assert rows[-1].endswith("keeps learning: pass; score: pass; no collapse: pass; passes")
+    high = [*rising[:-1], 100.0]
+    high[-4:-1] = [30.0] * 3  # PPO: 30 at 4.5-5M
+    for game in ("Breakout", "SpaceInvaders"):
+        write(minatar_dir, "trpo_plus", 100, flat, game)
+        write(minatar_dir, "ppo", 100, high, game, entropy=1.0)
+    assert screen([100]).splitlines()[2].startswith("| Breakout | 100 | not finished")
+    write(k5_dir, "trpo_plus", 100, rising, closed=True)
+    rows = screen([100]).splitlines()
+    assert rows[2] == "| Breakout | 100 | 8.0 | 11.0 | 19.0 (8.0; 30.0) | 0.90 | 0.50 (0.25) | pass | pass | pass |"
+    assert rows[-2].endswith("keeps learning: pass; score: pass; no collapse: pass; passes")
+    assert rows[-1] == "K5: passes on Breakout"
+    # a game still running: no verdict over the games yet
+    assert screen([100], ["Breakout", "SpaceInvaders"]).splitlines()[-1].startswith("K5 on Breakout, seeds 100:")
     # without the closing update's mark, its 0 counts as a rejected step: 18 of 21, under 0.9
-    write(k4_dir, "trpo_plus", 100, rising)
-    assert "| 0.86 |" in keep_learning.k4_screen([100], k4_dir, minatar_dir)
-    # a flat K4 below the entry, with a low entropy, fails every test; the mean over seeds waits for every seed
-    write(k4_dir, "trpo_plus", 100, [*rising[:9], *[6.0] * 12, 100.0], entropy=0.2, closed=True)
-    rows = keep_learning.k4_screen([100], k4_dir, minatar_dir).splitlines()
-    assert rows[2].endswith("| fail | fail | fail |") and rows[-1].endswith("; fails")
-    assert "K4, seeds" not in keep_learning.k4_screen([100, 101], k4_dir, minatar_dir)
+    write(k5_dir, "trpo_plus", 100, rising)
+    assert "| 0.86 |" in screen([100])
+    # a flat run below the entry, with a low entropy, fails every test, and with it the screen
+    write(k5_dir, "trpo_plus", 100, [*rising[:9], *[6.0] * 12, 100.0], entropy=0.2, closed=True)
+    rows = screen([100]).splitlines()
+    assert rows[2].endswith("| fail | fail | fail |") and rows[-1] == "K5: fails on Breakout"
+    # one game passing and one failing fails the screen; the mean over seeds waits for every seed
+    write(k5_dir, "trpo_plus", 100, rising, "SpaceInvaders", closed=True)
+    assert screen([100], ["Breakout", "SpaceInvaders"]).splitlines()[-1] == "K5: fails on Breakout, SpaceInvaders"
+    assert "K5 on" not in screen([100, 101])
+    # seeds 100 and 101: tests 1 and 2 on the mean (one run below the entry is made up by the other)
+    write(k5_dir, "trpo_plus", 100, rising, closed=True)
+    write(minatar_dir, "trpo_plus", 101, flat)
+    write(minatar_dir, "ppo", 101, high, entropy=1.0)
+    write(k5_dir, "trpo_plus", 101, [*rising[:9], *[9.0] * 12, 100.0], closed=True)  # 9 at 4.5-5M
+    rows = screen([100, 101]).splitlines()
+    assert rows[3].endswith("| fail | pass | pass |")
+    assert rows[-2].startswith("K5 on Breakout, seeds 100, 101: at 2M 8.0, at 2.5-3M 10.0, at 4.5-5M 14.0")
+    assert rows[-1] == "K5: passes on Breakout"
+    # --k4 reads K4's folder on Breakout
+    write(tmp_path / "minatar_k4", "trpo_plus", 100, rising, closed=True)
+    assert "| Breakout | 100 | 8.0 |" in keep_learning.main(["--k4", "--seeds", "100", "--screen-dir", str(tmp_path)])
 
 
 def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0, closed=False):

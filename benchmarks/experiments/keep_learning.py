@@ -26,11 +26,14 @@ steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's), then
 
     python -m benchmarks.experiments.keep_learning --minatar --seeds 100
 
-``--k4`` reads K4's runs of ``minatar_k4_rule.md`` (``keep_learning/minatar_k4/learning/trpo_plus/...``) against the
-entry's and PPO's of ``minatar/`` on the same seeds: keeps learning (its mean at 4.5M-5M above its evaluation at 2M and
-its mean at 2.5M-3M), score (that mean at least the entry's), no collapse (over its last 500k steps, acceptance >= 0.9
-without the schedule's closing update, entropy >= 0.25x PPO's); per seed, then on the mean over the seeds::
+``--minatar-candidate NAME`` reads a candidate's runs of ``minatar_k4_rule.md`` or ``minatar_k5_rule.md``
+(``keep_learning/minatar_<name>/learning/trpo_plus/...``, on the ``--games`` given) against the entry's and PPO's of
+``minatar/`` on the same game and seed: keeps learning (its mean at 4.5M-5M above its evaluation at 2M and its mean at
+2.5M-3M), score (that mean at least the entry's), no collapse (over its last 500k steps, acceptance >= 0.9 without the
+schedule's closing update, entropy >= 0.25x PPO's); per run, then per game on the mean over the seeds. ``--k4`` is K4
+on Breakout::
 
+    python -m benchmarks.experiments.keep_learning --minatar-candidate K5 --seeds 100
     python -m benchmarks.experiments.keep_learning --k4 --seeds 100
 """
 
@@ -204,66 +207,67 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     return "\n".join(lines)
 
 
-K4_DIR = SCREEN_DIR / "minatar_k4"
-
-
-def k4_screen(seeds: list[int], k4_dir: Path = K4_DIR, minatar_dir: Path = MINATAR_DIR) -> str:
-    """The three tests of ``minatar_k4_rule.md``: K4's 5M runs on MinAtar Breakout against the entry's and PPO's on the
-    same seeds, per run, then (once every seed has all three) on the mean over the seeds."""
+def minatar_screen(name: str, games: list[str], seeds: list[int], candidate_dir: Path, minatar_dir: Path = MINATAR_DIR) -> str:
+    """The three tests of ``minatar_k4_rule.md`` and ``minatar_k5_rule.md``: a candidate's 5M runs against the entry's
+    and PPO's on the same game and seed, per run, then per game (once every seed has all three runs) on the mean over
+    the seeds, and the verdict once every game has one."""
 
     mark = {True: "pass", False: "fail"}
     lines = [
-        "| seed | K4 at 2M | at 2.5-3M | at 4.5-5M (the entry's) | accepted, last 500k | entropy, last 500k (0.25x PPO's) "
-        "| keeps learning | score | no collapse |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        f"| game | seed | {name} at 2M | at 2.5-3M | at 4.5-5M (the entry's; PPO's) | accepted, last 500k "
+        "| entropy, last 500k (0.25x PPO's) | keeps learning | score | no collapse |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
-    rows = []
-    for seed in seeds:
-        k4, entry = (
-            minatar_record(k4_dir, "trpo_plus", "Breakout", seed),
-            minatar_record(minatar_dir, "trpo_plus", "Breakout", seed),
-        )
-        ppo = minatar_record(minatar_dir, "ppo", "Breakout", seed)
-        if k4 is None or entry is None or ppo is None:
-            lines.append(f"| {seed} | not finished (K4, the entry and PPO are needed) | | | | | | | |")
+    verdicts: list[str] = []
+    passed: list[bool] = []
+    for game in games:
+        rows = []
+        for seed in seeds:
+            candidate, entry, ppo = (
+                minatar_record(root, algo, game, seed)
+                for root, algo in ((candidate_dir, "trpo_plus"), (minatar_dir, "trpo_plus"), (minatar_dir, "ppo"))
+            )
+            if candidate is None or entry is None or ppo is None:
+                lines.append(f"| {game} | {seed} | not finished ({name}, the entry and PPO are needed) | | | | | | | |")
+                continue
+            at_2m, middle, late = (
+                evaluation_at(candidate, MINATAR_AT_2M),
+                mean_at(candidate, MINATAR_MIDDLE_STEPS),
+                mean_at(candidate, MINATAR_LATE_STEPS),
+            )
+            entry_late, ppo_late = mean_at(entry, MINATAR_LATE_STEPS), mean_at(ppo, MINATAR_LATE_STEPS)
+            acceptance, entropy = late_acceptance_entropy(candidate, MINATAR_WINDOW)
+            ppo_entropy = minatar_late(ppo, "entropy")
+            entropy_floor = MIN_ENTROPY_SHARE * (np.nan if ppo_entropy is None else ppo_entropy)  # none: no pass
+            no_collapse = bool(acceptance >= MIN_ACCEPTANCE and entropy >= entropy_floor)
+            rows.append(
+                {"at_2m": at_2m, "middle": middle, "late": late, "entry_late": entry_late, "ppo_late": ppo_late}
+                | {"no_collapse": no_collapse}
+            )
+            lines.append(
+                f"| {game} | {seed} | {at_2m:.1f} | {middle:.1f} | {late:.1f} ({entry_late:.1f}; {ppo_late:.1f}) | "
+                f"{acceptance:.2f} | {entropy:.2f} ({entropy_floor:.2f}) | {mark[late > at_2m and late > middle]} | "
+                f"{mark[late >= entry_late]} | {mark[no_collapse]} |"
+            )
+        if len(rows) < len(seeds):
             continue
-        at_2m, middle, late = (
-            evaluation_at(k4, MINATAR_AT_2M),
-            mean_at(k4, MINATAR_MIDDLE_STEPS),
-            mean_at(k4, MINATAR_LATE_STEPS),
-        )
-        entry_late = mean_at(entry, MINATAR_LATE_STEPS)
-        acceptance, entropy = late_acceptance_entropy(k4, MINATAR_WINDOW)
-        ppo_entropy = minatar_late(ppo, "entropy")
-        entropy_floor = MIN_ENTROPY_SHARE * (np.nan if ppo_entropy is None else ppo_entropy)  # none: no pass
-        no_collapse = bool(acceptance >= MIN_ACCEPTANCE and entropy >= entropy_floor)
-        row: dict[str, Any] = {
-            "at_2m": at_2m,
-            "middle": middle,
-            "late": late,
-            "entry_late": entry_late,
-            "no_collapse": no_collapse,
-        }
-        rows.append(row)
-        lines.append(
-            f"| {seed} | {at_2m:.1f} | {middle:.1f} | {late:.1f} ({entry_late:.1f}) | {acceptance:.2f} | {entropy:.2f} "
-            f"({entropy_floor:.2f}) | {mark[late > at_2m and late > middle]} | {mark[late >= entry_late]} | "
-            f"{mark[no_collapse]} |"
-        )
-    if len(rows) == len(seeds):
-        mean = {key: float(np.mean([row[key] for row in rows])) for key in ("at_2m", "middle", "late", "entry_late")}
-        verdicts = {
+        mean = {key: float(np.mean([row[key] for row in rows])) for key in rows[0] if key != "no_collapse"}
+        tests = {
             "keeps learning": mean["late"] > mean["at_2m"] and mean["late"] > mean["middle"],
             "score": mean["late"] >= mean["entry_late"],
             "no collapse": all(row["no_collapse"] for row in rows),
         }
-        lines.append(
-            f"\nK4, seeds {', '.join(map(str, seeds))}: at 2M {mean['at_2m']:.1f}, at 2.5-3M {mean['middle']:.1f}, at "
-            f"4.5-5M {mean['late']:.1f} (the entry's {mean['entry_late']:.1f}); "
-            + "; ".join(f"{test}: {mark[ok]}" for test, ok in verdicts.items())
-            + f"; {'passes' if all(verdicts.values()) else 'fails'}"
+        passed.append(all(tests.values()))
+        verdicts.append(
+            f"{name} on {game}, seeds {', '.join(map(str, seeds))}: at 2M {mean['at_2m']:.1f}, at 2.5-3M "
+            f"{mean['middle']:.1f}, at 4.5-5M {mean['late']:.1f} (the entry's {mean['entry_late']:.1f}, PPO's "
+            f"{mean['ppo_late']:.1f}); "
+            + "; ".join(f"{test}: {mark[ok]}" for test, ok in tests.items())
+            + f"; {'passes' if passed[-1] else 'fails'}"
         )
-    return "\n".join(lines)
+    if len(passed) == len(games):
+        verdicts.append(f"{name}: {'passes' if all(passed) else 'fails'} on {', '.join(games)}")
+    return "\n".join(lines + ([""] if verdicts else []) + verdicts)
 
 
 #: The per-bin table's columns: each algorithm's ``ATARI_DIAGNOSTICS``, and TRPOPlus's trust region as it moves
@@ -310,10 +314,13 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--minatar", action="store_true", help="read the MinAtar runs of minatar_rule.md")
     parser.add_argument("--v2", action="store_true", help="add the verdict of screen_rule_v2.md per candidate")
     parser.add_argument("--k4", action="store_true", help="read K4's MinAtar Breakout runs (minatar_k4_rule.md)")
+    parser.add_argument("--minatar-candidate", help="read this candidate's MinAtar runs (minatar_k5_rule.md: K5)")
+    parser.add_argument("--games", nargs="+", default=["Breakout", "SpaceInvaders"], help="with --minatar-candidate")
     args = parser.parse_args(argv)
-    if args.k4:
-        screen_dir = Path(args.screen_dir)
-        text = k4_screen(args.seeds, screen_dir / "minatar_k4", screen_dir / "minatar")
+    screen_dir = Path(args.screen_dir)
+    if args.k4 or args.minatar_candidate:
+        name, games = ("K4", ["Breakout"]) if args.k4 else (args.minatar_candidate, args.games)
+        text = minatar_screen(name, games, args.seeds, screen_dir / f"minatar_{name.lower()}", screen_dir / "minatar")
     elif args.minatar:
         minatar_dir = Path(args.screen_dir) / "minatar"
         parts = [minatar_table(seed, minatar_dir) for seed in args.seeds]
