@@ -309,7 +309,9 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                         "n/a"
                         if algo != plus_algo
                         # the row waits for PPO's entropy on the game; the verdict below counts such a run as collapsed
-                        else f"{len(failures)} of {len(values)}" if ppo_entropy else "not yet (no PPO run)"
+                        else f"{len(failures)} of {len(values)}"
+                        if ppo_entropy
+                        else "not yet (no PPO run)"
                     ),
                 )
             )
