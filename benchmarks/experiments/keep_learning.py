@@ -240,10 +240,8 @@ def minatar_screen(name: str, games: list[str], seeds: list[int], candidate_dir:
             ppo_entropy = minatar_late(ppo, "entropy")
             entropy_floor = MIN_ENTROPY_SHARE * (np.nan if ppo_entropy is None else ppo_entropy)  # none: no pass
             no_collapse = bool(acceptance >= MIN_ACCEPTANCE and entropy >= entropy_floor)
-            rows.append(
-                {"at_2m": at_2m, "middle": middle, "late": late, "entry_late": entry_late, "ppo_late": ppo_late}
-                | {"no_collapse": no_collapse}
-            )
+            scores = {"at_2m": at_2m, "middle": middle, "late": late, "entry_late": entry_late, "ppo_late": ppo_late}
+            rows.append({**scores, "no_collapse": no_collapse})
             lines.append(
                 f"| {game} | {seed} | {at_2m:.1f} | {middle:.1f} | {late:.1f} ({entry_late:.1f}; {ppo_late:.1f}) | "
                 f"{acceptance:.2f} | {entropy:.2f} ({entropy_floor:.2f}) | {mark[late > at_2m and late > middle]} | "
