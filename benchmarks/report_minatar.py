@@ -69,13 +69,18 @@ MINATAR_5M_BEFORE = (3_500_000, 3_750_000, 4_000_000)
 MINATAR_5M_WINDOW = 500_000
 MINATAR_5M_GOAL_IQM = 1.2
 MINATAR_5M_ENTROPY_SHARE = 0.25
-#: 5.2's entries: the folder of their records and how the table and figures name and draw them. K5, the candidate
-#: of ``benchmarks/results/minatar_5m_k5/rule.md``, is sealed: none of its figures is read until all its runs exist,
-#: and it comes last so that adding it moves no figure of the others (one bootstrap over the entries in order)
+#: 5.2's entries: the folder of their records, how the table and figures name and draw them, and the values its rule
+#: freezes (a record with others is refused). K5, the candidate of ``benchmarks/results/minatar_5m_k5/rule.md``, is
+#: sealed: none of its figures is read until all its runs exist, and it comes last so that adding it moves no figure
+#: of the others (one bootstrap over the entries in order)
 MINATAR_5M_ENTRIES = {
-    "trpo_plus": (MINATAR_5M, Entry("trpo_plus", ALGO_LABELS["trpo_plus"], COLORS["trpo_plus"])),
-    "ppo": (MINATAR_5M, Entry("ppo", ALGO_LABELS["ppo"], COLORS["ppo"])),
-    "k5": ("minatar_5m_k5", Entry("trpo_plus", "TRPOPlus K5", "tab:purple")),
+    "trpo_plus": (MINATAR_5M, Entry("trpo_plus", ALGO_LABELS["trpo_plus"], COLORS["trpo_plus"]), {}),
+    "ppo": (MINATAR_5M, Entry("ppo", ALGO_LABELS["ppo"], COLORS["ppo"]), {}),
+    "k5": (
+        "minatar_5m_k5",
+        Entry("trpo_plus", "TRPOPlus K5", "tab:purple"),
+        {"target_kl": "lin_0.04", "learning_rate": "lin_5e-4", "callback": []},
+    ),
 }
 MINATAR_5M_SEALED = ("k5",)
 #: Words of the computed sentences: a game below PPO's interval, and a count of games
@@ -274,8 +279,8 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
     the aggregate normalized by random = 0 and PPO's IQM = 1, and the issue's tests; once a sealed entry has all its
     runs, its figures beside them and its rule's test against TRPOPlus.
     """
-    runs = {key: load_learning(results_dir / folder) for key, (folder, _) in MINATAR_5M_ENTRIES.items()}
-    entries = {key: entry for key, (_, entry) in MINATAR_5M_ENTRIES.items()}
+    runs = {key: load_learning(results_dir / folder) for key, (folder, *_) in MINATAR_5M_ENTRIES.items()}
+    entries = {key: entry for key, (_, entry, _) in MINATAR_5M_ENTRIES.items()}
     random_scores = (read_json(results_dir / "minatar_random.json") or {}).get("games", {})
     plus_algo, reference = MINATAR_ALGOS
     picked = {  # per game, entry and seed, the record read (a sealed entry's are left out below until it is complete)
@@ -289,6 +294,15 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
         }
         for game in MINATAR_GAMES
     }
+    for key, (_, entry, frozen) in MINATAR_5M_ENTRIES.items():
+        for game, by_entry in picked.items():
+            for seed, record in by_entry[key].items():
+                if wrong := {
+                    name: record["hyperparams"].get(name)
+                    for name, value in frozen.items()
+                    if record["hyperparams"].get(name) != value
+                }:
+                    raise ValueError(f"{entry.label}, {game} seed {seed}: {wrong} in its record, where its rule has {frozen}")
     total = len(MINATAR_GAMES) * len(MINATAR_5M_SEEDS)
     counts = {game: {key: len(by_seed) for key, by_seed in by_entry.items()} for game, by_entry in picked.items()}
     finished = {key: sum(by_entry[key] for by_entry in counts.values()) for key in entries}

@@ -548,16 +548,17 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
             draw_profile(scores, *args, entries=entries, **kwargs)
 
     monkeypatch.setattr(report_minatar, "plot_performance_profile", record_profile)
-    monkeypatch.setattr(report_minatar, "plot_entropy_panels", lambda *args: None)
+    plotted = []  # the seeds of K5's runs in each entropy picture
+    monkeypatch.setattr(report_minatar, "plot_entropy_panels", lambda runs, *args: plotted.append(runs["Breakout"]["k5"]))
     games = report_minatar.MINATAR_GAMES
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 2.0} for g in games}}))
     steps = list(range(0, 5_000_001, 250_000))
 
-    def write(folder, algo, game, seed, final, accepted=1.0, closed=False):
+    def write(folder, algo, game, seed, final, accepted=1.0, closed=False, entropy=0.5, target_kl="lin_0.04"):
         path = tmp_path / folder / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         key, sign = ("train/entropy", 1) if algo == "trpo_plus" else ("train/entropy_loss", -1)
-        diagnostics = {"bin_end": steps[1:], "n_updates": [10] * 20, key: [sign * 0.5] * 20}
+        diagnostics = {"bin_end": steps[1:], "n_updates": [10] * 20, key: [sign * entropy] * 20}
         if algo == "trpo_plus":  # the last two bins (the last 500k steps): 0.85 and `accepted`, 10 updates each
             diagnostics["train/is_line_search_success"] = [1.0] * 18 + [0.85, accepted]
         record = {
@@ -570,7 +571,10 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
             "curve": {"timesteps": [*steps, 5_000_192], "mean": [10.0] * len(steps) + [final]},
             "diagnostics": diagnostics,
             "last_update": {"failure_reason": "closed_trust_region" if closed else None},
+            "hyperparams": {"target_kl": 0.02, "learning_rate": 3e-4, "callback": ["AdaptiveTrustRegionCallback"]},
         }
+        if folder == "minatar_5m_k5":
+            record["hyperparams"] = {"target_kl": target_kl, "learning_rate": "lin_5e-4", "callback": []}
         path.write_text(json.dumps(record))
 
     def section():
@@ -585,7 +589,7 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
 
     for game in games:
         for seed, ppo, plus in ((1, 12.0, 32.0), (2, 22.0, 62.0), (3, 62.0, 182.0)):
-            write("minatar_5m", "ppo", game, seed, ppo)
+            write("minatar_5m", "ppo", game, seed, ppo, entropy=1.0)  # the floor: 0.25 nats
             write("minatar_5m", "trpo_plus", game, seed, plus, accepted=0.95)
             if (game, seed) != ("Seaquest", 3):  # the last 10 updates: 9 accepted, 1 closed at radius 0
                 write("minatar_5m_k5", "trpo_plus", game, seed, plus, accepted=0.9, closed=True)
@@ -594,6 +598,8 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
     assert rows["| Breakout", "TRPOPlus K5"][2] == "withheld (3 of 3 runs finished)"
     assert "TRPOPlus K5: 14 of 15 runs finished; its figures are withheld until all 15 exist." in text
     assert "\n| TRPOPlus K5 |" not in text and "K5's rule" not in text and "no TRPOPlus K5 run" not in text
+    assert plotted[-1] == {}
+    before = {label: rows[key] for key in rows for label in ("| TRPOPlus", "| PPO") if key[0] == label}
     assert aggregate == {"TRPOPlus": ["2.67", "3.00"], "PPO": ["0.89", "1.00"]}
     assert drawn == [["TRPOPlus", "PPO"]]
 
@@ -604,6 +610,9 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
     assert k5[2:4] + k5[5:] == ["1, 2, 3", "10.0", "3 of 3", "0 of 3", "0.50", "0.92", "0 of 3 |"]
     assert rows["| Breakout", "TRPOPlus"][8:] == ["0.90", "0 of 3 |"]  # the entry's closes nothing: 18 of 20
     assert aggregate == {"TRPOPlus": ["2.67", "3.00"], "PPO": ["0.89", "1.00"], "TRPOPlus K5": ["2.67", "3.00"]}
+    # the entry's and PPO's aggregate rows, intervals included, as before K5 was shown; K5's runs drawn
+    assert {label: rows[key] for key in rows for label in ("| TRPOPlus", "| PPO") if key[0] == label} == before
+    assert sorted(plotted[-1]) == [1, 2, 3]
     assert drawn[-1] == ["TRPOPlus", "PPO", "TRPOPlus K5"] and (tmp_path / "images" / "minatar5m_profile.png").is_file()
     assert "aggregate IQM of TRPOPlus K5 >= 1.2: **met** (2.67 [" in text and "no TRPOPlus K5 run collapses: **met**" in text
     assert text.endswith(
@@ -625,6 +634,14 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
     assert text.endswith(
         "**met**; no K5 run collapses: **missed**. The MinAtar entry stays as it is, and K5 is a row of `docs/research.md`."
     )
+    # an entropy below 0.25x PPO's (1.0), though above 0.25x the entry's (0.5): collapsed too
+    write("minatar_5m_k5", "trpo_plus", "Asterix", 2, 122.0, accepted=0.9, closed=True, entropy=0.2)
+    text, rows, aggregate = section()
+    assert "(runs that do: Asterix seed 2 (entropy 0.2 nats against 0.25))" in text
+    # a record run with other values than the rule freezes is refused
+    write("minatar_5m_k5", "trpo_plus", "Asterix", 2, 122.0, accepted=0.9, closed=True, target_kl="lin_0.08")
+    with pytest.raises(ValueError, match=r"TRPOPlus K5, Asterix seed 2: \{'target_kl': 'lin_0.08'\}"):
+        section()
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
