@@ -14,19 +14,30 @@ import numpy as np
 
 from benchmarks._common import ALGO_LABELS
 from benchmarks.report_atari import (
-    ATARI_ACCEPTANCE_KEY,
     ATARI_DIAGNOSTICS,
-    ATARI_ENTRIES,
     ATARI_MIN_ACCEPTANCE,
+    Entry,
     collapse_reasons,
+    late_acceptance,
     late_diagnostic,
     plot_entropy_panels,
 )
-from benchmarks.report_common import NOT_RUN, VERDICT, Shown, fill, fill_each, image_link, paragraphs, read_json
+from benchmarks.report_common import (
+    NOT_RUN,
+    VERDICT,
+    Shown,
+    fill,
+    fill_each,
+    image_link,
+    paragraphs,
+    read_json,
+    sentences,
+)
 from benchmarks.report_learning import load_learning
 from benchmarks.report_stats import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
+    COLORS,
     interval_estimates,
     metrics_iqm,
     plot_performance_profile,
@@ -58,6 +69,20 @@ MINATAR_5M_BEFORE = (3_500_000, 3_750_000, 4_000_000)
 MINATAR_5M_WINDOW = 500_000
 MINATAR_5M_GOAL_IQM = 1.2
 MINATAR_5M_ENTROPY_SHARE = 0.25
+#: 5.2's entries: the folder of their records, how the table and figures name and draw them, and the values its rule
+#: freezes (a record with others is refused). K5, the candidate of ``benchmarks/results/minatar_5m_k5/rule.md``, is
+#: sealed: none of its figures is read until all its runs exist, and it comes last so that adding it moves no figure
+#: of the others (one bootstrap over the entries in order)
+MINATAR_5M_ENTRIES = {
+    "trpo_plus": (MINATAR_5M, Entry("trpo_plus", ALGO_LABELS["trpo_plus"], COLORS["trpo_plus"]), {}),
+    "ppo": (MINATAR_5M, Entry("ppo", ALGO_LABELS["ppo"], COLORS["ppo"]), {}),
+    "k5": (
+        "minatar_5m_k5",
+        Entry("trpo_plus", "TRPOPlus K5", "tab:purple"),
+        {"target_kl": "lin_0.04", "learning_rate": "lin_5e-4", "callback": []},
+    ),
+}
+MINATAR_5M_SEALED = ("k5",)
 #: Words of the computed sentences: a game below PPO's interval, and a count of games
 BELOW = {True: "**yes**", False: "no"}
 NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -214,7 +239,7 @@ def mean_evaluation(record: dict[str, Any], steps: Iterable[int]) -> float | Non
 def run_5m_facts(record: dict[str, Any], algo: str) -> dict[str, Any]:
     """What 5.2 reads of one run: its evaluation at 2M, the means of its last three and of the three before the last
     1M, and its entropy (PPO's with the sign turned) and line-search acceptance over the last steps (``None``: not
-    in the record)."""
+    in the record; ``late_acceptance``: the update a ``target_kl`` schedule closes at radius 0 is left out)."""
     key, sign = ATARI_DIAGNOSTICS[algo]["entropy"]
     entropy = late_diagnostic(record, key, MINATAR_5M_WINDOW)
     return {
@@ -223,7 +248,7 @@ def run_5m_facts(record: dict[str, Any], algo: str) -> dict[str, Any]:
         "last": mean_evaluation(record, MINATAR_5M_LAST),
         "before": mean_evaluation(record, MINATAR_5M_BEFORE),
         "entropy": None if entropy is None else sign * entropy,
-        "accepted": late_diagnostic(record, ATARI_ACCEPTANCE_KEY, MINATAR_5M_WINDOW),
+        "accepted": late_acceptance(record, MINATAR_5M_WINDOW),
     }
 
 
@@ -248,47 +273,72 @@ def _rises(fact: dict[str, Any]) -> bool | None:
 
 def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """
-    Both MinAtar entries at 5M steps on ``MINATAR_GAMES``, seeds ``MINATAR_5M_SEEDS`` (``results_dir / MINATAR_5M``):
-    per game and algorithm the IQM at 2M and at 5M, how many runs keep their 2M evaluation and still rise in the last
-    1M, entropy and line-search acceptance at the end and the no-collapse test; once every game has every seed of
-    both, the aggregate normalized by random = 0 and PPO's IQM = 1, and the issue's tests.
+    The MinAtar entries at 5M steps (``MINATAR_5M_ENTRIES``) on ``MINATAR_GAMES``, seeds ``MINATAR_5M_SEEDS``: per game
+    and entry the IQM at 2M and at 5M, how many runs keep their 2M evaluation and still rise in the last 1M, entropy
+    and line-search acceptance at the end and the no-collapse test; once every game has every seed of TRPOPlus and PPO,
+    the aggregate normalized by random = 0 and PPO's IQM = 1, and the issue's tests; once a sealed entry has all its
+    runs, its figures beside them and its rule's test against TRPOPlus.
     """
-    runs = load_learning(results_dir / MINATAR_5M)
+    runs = {key: load_learning(results_dir / folder) for key, (folder, *_) in MINATAR_5M_ENTRIES.items()}
+    entries = {key: entry for key, (_, entry, _) in MINATAR_5M_ENTRIES.items()}
     random_scores = (read_json(results_dir / "minatar_random.json") or {}).get("games", {})
     plus_algo, reference = MINATAR_ALGOS
-    rows, normalized, complete, dropped, collapsed = [], {algo: [] for algo in MINATAR_ALGOS}, [], [], []
-    picked = {}  # per game, algorithm and seed, the record read (for the entropy picture)
-    for game in MINATAR_GAMES:
-        env_id = f"MinAtar/{game}-v1"
-        picked[game] = {
-            algo: {
+    picked = {  # per game, entry and seed, the record read (a sealed entry's are left out below until it is complete)
+        game: {
+            key: {
                 record["seed"]: record
-                for record in runs.get(env_id, {}).get(algo, [])
+                for record in runs[key].get(f"MinAtar/{game}-v1", {}).get(entry.algo, [])
                 if record["seed"] in MINATAR_5M_SEEDS and record["n_timesteps"] == MINATAR_5M_BUDGET
             }
-            for algo in MINATAR_ALGOS
+            for key, entry in entries.items()
         }
+        for game in MINATAR_GAMES
+    }
+    for key, (_, entry, frozen) in MINATAR_5M_ENTRIES.items():
+        for game, by_entry in picked.items():
+            for seed, record in by_entry[key].items():
+                if wrong := {
+                    name: record["hyperparams"].get(name)
+                    for name, value in frozen.items()
+                    if record["hyperparams"].get(name) != value
+                }:
+                    raise ValueError(f"{entry.label}, {game} seed {seed}: {wrong} in its record, where its rule has {frozen}")
+    total = len(MINATAR_GAMES) * len(MINATAR_5M_SEEDS)
+    counts = {game: {key: len(by_seed) for key, by_seed in by_entry.items()} for game, by_entry in picked.items()}
+    finished = {key: sum(by_entry[key] for by_entry in counts.values()) for key in entries}
+    sealed = [key for key in MINATAR_5M_SEALED if finished[key] < total]
+    for by_entry in picked.values():
+        for key in sealed:
+            by_entry[key] = {}
+    rows, complete = [], []
+    normalized = {key: [] for key in entries}
+    dropped, collapsed = {key: [] for key in entries}, {key: [] for key in entries}
+    for game in MINATAR_GAMES:
         facts = {
-            algo: {seed: run_5m_facts(record, algo) for seed, record in by_seed.items()}
-            for algo, by_seed in picked[game].items()
+            key: {seed: run_5m_facts(record, entries[key].algo) for seed, record in by_seed.items()}
+            for key, by_seed in picked[game].items()
         }
         ppo_entropy = _measured(fact["entropy"] for fact in facts[reference].values())
         entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else float("nan")
-        for algo, by_seed in facts.items():
+        for key, by_seed in facts.items():
+            label = entries[key].label
+            if key in sealed:
+                rows.append(fill("minatar5m.row.withheld", game=game, label=label, finished=counts[game][key]))
+                continue
             if not by_seed:
-                rows.append(fill("minatar5m.row.not_run", game=game, label=ALGO_LABELS[algo]))
+                rows.append(fill("minatar5m.row.not_run", game=game, label=label))
                 continue
             values = list(by_seed.values())
-            at_2m, entropy, accepted = (_measured(fact[key] for fact in values) for key in ("at_2m", "entropy", "accepted"))
+            at_2m, entropy, accepted = (_measured(fact[name] for fact in values) for name in ("at_2m", "entropy", "accepted"))
             failures = {}
-            if algo == plus_algo:
+            if entries[key].algo == plus_algo:
                 failures = {
                     seed: why
                     for seed, fact in by_seed.items()
                     if (why := collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor))
                 }
-                collapsed += [f"{game} seed {seed} ({', '.join(why)})" for seed, why in failures.items()]
-                dropped += [
+                collapsed[key] += [f"{game} seed {seed} ({', '.join(why)})" for seed, why in failures.items()]
+                dropped[key] += [
                     f"{game} seed {seed} (2M: {Shown(fact['at_2m']):.1f}, last three: {Shown(fact['last']):.1f})"
                     for seed, fact in by_seed.items()
                     if not _keeps(fact)
@@ -297,17 +347,17 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                 fill(
                     "minatar5m.row",
                     game=game,
-                    label=ALGO_LABELS[algo],
+                    label=label,
                     seeds=", ".join(map(str, by_seed)),
                     at_2m=Shown(metrics_iqm(at_2m) if at_2m else None),
-                    at_5m=interval_estimates({algo: np.array([fact["final"] for fact in values])})[algo]["iqm"],
+                    at_5m=interval_estimates({key: np.array([fact["final"] for fact in values])})[key]["iqm"],
                     kept=_count(values, _keeps),
                     rising=_count(values, _rises),
                     entropy=Shown(float(np.mean(entropy)) if entropy else None),
                     accepted=Shown(float(np.mean(accepted)) if accepted else None),
                     collapsed=(
                         "n/a"
-                        if algo != plus_algo
+                        if entries[key].algo != plus_algo
                         # the row waits for PPO's entropy on the game; the verdict below counts such a run as collapsed
                         else f"{len(failures)} of {len(values)}"
                         if ppo_entropy
@@ -315,14 +365,15 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                     ),
                 )
             )
-        random_score = random_scores.get(env_id, {}).get("mean")
-        if random_score is not None and all(set(MINATAR_5M_SEEDS) <= set(by_seed) for by_seed in facts.values()):
+        random_score = random_scores.get(f"MinAtar/{game}-v1", {}).get("mean")
+        if random_score is not None and all(set(MINATAR_5M_SEEDS) <= set(facts[key]) for key in MINATAR_ALGOS):
             complete.append(game)
             scale = metrics_iqm([facts[reference][seed]["final"] for seed in MINATAR_5M_SEEDS]) - random_score
             if scale <= 0:
-                raise ValueError(f"{env_id}: PPO's IQM at 5M is not above the random policy's {random_score}")
-            for algo in MINATAR_ALGOS:
-                normalized[algo].append([(facts[algo][seed]["final"] - random_score) / scale for seed in MINATAR_5M_SEEDS])
+                raise ValueError(f"MinAtar/{game}-v1: PPO's IQM at 5M is not above the random policy's {random_score}")
+            for key, by_seed in facts.items():
+                if set(MINATAR_5M_SEEDS) <= set(by_seed):
+                    normalized[key].append([(by_seed[seed]["final"] - random_score) / scale for seed in MINATAR_5M_SEEDS])
     seeds = ", ".join(map(str, MINATAR_5M_SEEDS))
     intro = fill(
         "minatar5m",
@@ -333,37 +384,55 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
         bootstrap_reps=BOOTSTRAP_REPS,
         bootstrap_seed=BOOTSTRAP_SEED,
     )
-    if not runs:
+    if not any(runs.values()):
         return paragraphs(intro, fill("minatar5m.no_runs"))
     entropy_image = images_dir / "minatar5m_entropy.png"
     title = "MinAtar, 5M steps: policy entropy (mean per 250k steps) and TRPOPlus's line-search acceptance"
-    plot_entropy_panels(picked, entropy_image, ATARI_ENTRIES, title)
-    intro = paragraphs(intro, fill("minatar5m.table", rows="\n".join(rows), image=image_link(entropy_image, docs_dir)))
+    plot_entropy_panels(picked, entropy_image, entries, title)
+    parts = [intro, fill("minatar5m.table", rows="\n".join(rows), image=image_link(entropy_image, docs_dir))]
+    parts += [fill("minatar5m.sealed", label=entries[key].label, finished=finished[key], total=total) for key in sealed]
     if len(complete) < len(MINATAR_GAMES):
-        return paragraphs(intro, fill("minatar5m.not_yet", complete=len(complete), total=len(MINATAR_GAMES)))
-    scores = {algo: np.array(values).T for algo, values in normalized.items()}  # (seeds, games)
+        return paragraphs(*parts, fill("minatar5m.not_yet", complete=len(complete), total=len(MINATAR_GAMES)))
+    shown = [key for key in entries if len(normalized[key]) == len(MINATAR_GAMES)]
+    scores = {key: np.array(normalized[key]).T for key in shown}  # (seeds, games)
     estimates = interval_estimates(scores)
     profile = images_dir / "minatar5m_profile.png"
     title = f"MinAtar at 5M steps: performance profile (all runs of all {len(MINATAR_GAMES)} games, seeds {seeds})"
-    plot_performance_profile(scores, profile, title, "PPO's IQM")
-    aggregate = fill(
-        "minatar.aggregate",
-        games=fill("minatar.aggregate.all", count=_number_word(len(MINATAR_GAMES))),
-        rows=fill_each("minatar.aggregate.row", ({"label": ALGO_LABELS[algo], **estimates[algo]} for algo in MINATAR_ALGOS)),
-        image=image_link(profile, docs_dir),
+    plot_performance_profile(scores, profile, title, "PPO's IQM", entries={key: entries[key] for key in shown})
+    parts.append(
+        fill(
+            "minatar.aggregate",
+            games=fill("minatar.aggregate.all", count=_number_word(len(MINATAR_GAMES))),
+            rows=fill_each("minatar.aggregate.row", ({"label": entries[key].label, **estimates[key]} for key in shown)),
+            image=image_link(profile, docs_dir),
+        )
     )
-    plus_iqm = estimates[plus_algo]["iqm"]
-    tests = fill(
-        "minatar5m.tests",
-        goal=MINATAR_5M_GOAL_IQM,
-        iqm=plus_iqm,
-        iqm_verdict=VERDICT[bool(plus_iqm.point >= MINATAR_5M_GOAL_IQM)],
-        kept_verdict=VERDICT[not dropped],
-        dropped="; ".join(dropped) or "none",
-        collapse_verdict=VERDICT[not collapsed],
-        collapsed="; ".join(collapsed) or "none",
-    )
-    return paragraphs(intro, aggregate, tests)
+    for key in (key for key in shown if entries[key].algo == plus_algo):
+        iqm = estimates[key]["iqm"]
+        parts.append(
+            fill(
+                "minatar5m.tests",
+                label=entries[key].label,
+                goal=MINATAR_5M_GOAL_IQM,
+                iqm=iqm,
+                iqm_verdict=VERDICT[bool(iqm.point >= MINATAR_5M_GOAL_IQM)],
+                kept_verdict=VERDICT[not dropped[key]],
+                dropped="; ".join(dropped[key]) or "none",
+                collapse_verdict=VERDICT[not collapsed[key]],
+                collapsed="; ".join(collapsed[key]) or "none",
+            )
+        )
+    if "k5" in shown:
+        k5, entry = estimates["k5"]["iqm"], estimates[plus_algo]["iqm"]
+        above, clean = bool(k5.point > entry.point), not collapsed["k5"]
+        parts.append(
+            sentences(
+                fill("minatar5m.k5_rule", k5=k5.point, entry=entry.point, above=VERDICT[above], clean=VERDICT[clean]),
+                fill("minatar5m.k5_rule.inside") if k5.place(entry) == 0 == entry.place(k5) else "",
+                fill("minatar5m.k5_rule.adopted" if above and clean else "minatar5m.k5_rule.kept"),
+            )
+        )
+    return paragraphs(*parts)
 
 
 def minatar_sections(results_dir: Path, images_dir: Path, docs_dir: Path, seeds: list[int] = MINATAR_SEEDS) -> list[str]:

@@ -148,7 +148,12 @@ def plot_curves(env_id: str, by_algo: dict[str, list[dict[str, Any]]], path: Pat
 
 
 def plot_performance_profile(
-    normalized: dict[str, np.ndarray], path: Path, title: str, reference: str, tau_max: float | None = None
+    normalized: dict[str, np.ndarray],
+    path: Path,
+    title: str,
+    reference: str,
+    tau_max: float | None = None,
+    entries: dict[str, Any] | None = None,
 ) -> None:
     """
     rliable's performance profile of the normalized scores: the fraction of runs above each score, with 95% bands.
@@ -156,6 +161,8 @@ def plot_performance_profile(
     :param reference: what normalized score 1 is (``"PPO's IQM"``)
     :param tau_max: the right end of the axis; by default the 95th percentile of all runs rounded up, at least 2 (one
         far-out run would squeeze the rest into the left edge)
+    :param entries: per key of ``normalized``, what names and colors its curve (``label`` and ``color``); by default
+        the key is an algorithm, drawn as everywhere else
     """
     from rliable import library as rly
     from rliable import plot_utils
@@ -171,12 +178,15 @@ def plot_performance_profile(
     finally:
         np.random.set_state(global_state)
     fig, ax = pyplot().subplots(figsize=(6.4, 4.0))
-    labels = {algo: ALGO_LABELS[algo] for algo in normalized}
+    if entries is None:
+        labels, colors = ALGO_LABELS, COLORS
+    else:
+        labels, colors = ({key: getattr(entry, name) for key, entry in entries.items()} for name in ("label", "color"))
     plot_utils.plot_performance_profiles(
         {labels[a]: v for a, v in profiles.items()},
         taus,
         performance_profile_cis={labels[a]: v for a, v in bands.items()},
-        colors={labels[a]: COLORS[a] for a in normalized},
+        colors={labels[a]: colors[a] for a in normalized},
         xlabel=f"normalized score τ (random = 0, {reference} = 1)",
         ylabel="fraction of runs with score > τ",
         ax=ax,

@@ -454,8 +454,9 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 2.0} for g in games}}))
     steps = list(range(0, 5_000_001, 250_000))
 
-    def write(algo, env_id, seed, final, evaluations, entropy=None, accepted=None, n_timesteps=5_000_000):
-        path = tmp_path / "minatar_5m" / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
+    def write(algo, env_id, seed, final, evaluations, entropy=None, accepted=None, n_timesteps=5_000_000, **extra):
+        folder = extra.pop("folder", "minatar_5m")
+        path = tmp_path / folder / "learning" / algo / env_id.replace("/", "-") / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {
             "env_id": env_id,
@@ -466,6 +467,7 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
             "evaluation": {"freq": 250_000},
             # the periodic evaluations at each multiple, and the final one just past the budget, as the harness's
             "curve": {"timesteps": [*steps, 5_000_192], "mean": [evaluations.get(t, 10.0) for t in steps] + [final]},
+            **extra,
         }
         if entropy is not None:
             key, sign = ("train/entropy", 1) if algo == "trpo_plus" else ("train/entropy_loss", -1)
@@ -505,7 +507,7 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| Seaquest | TRPOPlus | 1, 2 |" in text and "not yet (4 of 5 games" in text and "Pong" not in text
     # the entropy picture draws the runs the table reads: not Seaquest's 2M run, nor a game outside the rule
-    assert plotted["Seaquest"] == {"trpo_plus": [1, 2], "ppo": [1, 2, 3]} and set(plotted) == set(games)
+    assert plotted["Seaquest"] == {"trpo_plus": [1, 2], "ppo": [1, 2, 3], "k5": []} and set(plotted) == set(games)
     assert "](images/minatar5m_entropy.png)" in text and (tmp_path / "images" / "minatar5m_entropy.png").is_file()
     write("trpo_plus", "MinAtar/Seaquest-v1", 3, 182.0, plus_evaluations(), [0.5] * 20, [1.0] * 20)
     text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
@@ -528,6 +530,118 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
         "three: 40.0)); no TRPOPlus run collapses: **missed** (runs that do: Breakout seed 3 (entropy 0.2 nats against "
         "0.25); Seaquest seed 1 (accepted 0.85))."
     )
+
+
+def test_minatar_5m_section_k5(tmp_path, monkeypatch):
+    # K5 in section 5.2, as benchmarks/results/minatar_5m_k5/rule.md reads it: nothing of its runs shown until all 15
+    # exist; then its rows and aggregate beside the entry's, whose figures do not move, and the rule's verdict: adopted
+    # only when its aggregate IQM is strictly above the entry's and none of its runs collapses, the update its schedule
+    # closes at radius 0 left out of the acceptance. Random 2, PPO 12, 22, 62 (IQM 32) and the entry 32, 62, 182 (IQM
+    # of the normalized runs 2.67) on every game
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    drawn = []  # the labels of each performance profile drawn (the first one drawn, the others only recorded)
+    draw_profile = report_minatar.plot_performance_profile
+
+    def record_profile(scores, *args, entries, **kwargs):
+        drawn.append([entry.label for entry in entries.values()])
+        if len(drawn) == 1:
+            draw_profile(scores, *args, entries=entries, **kwargs)
+
+    monkeypatch.setattr(report_minatar, "plot_performance_profile", record_profile)
+    plotted = []  # the seeds of K5's runs in each entropy picture
+    monkeypatch.setattr(report_minatar, "plot_entropy_panels", lambda runs, *args: plotted.append(runs["Breakout"]["k5"]))
+    games = report_minatar.MINATAR_GAMES
+    (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 2.0} for g in games}}))
+    steps = list(range(0, 5_000_001, 250_000))
+
+    def write(folder, algo, game, seed, final, accepted=1.0, closed=False, entropy=0.5, target_kl="lin_0.04"):
+        path = tmp_path / folder / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key, sign = ("train/entropy", 1) if algo == "trpo_plus" else ("train/entropy_loss", -1)
+        diagnostics = {"bin_end": steps[1:], "n_updates": [10] * 20, key: [sign * entropy] * 20}
+        if algo == "trpo_plus":  # the last two bins (the last 500k steps): 0.85 and `accepted`, 10 updates each
+            diagnostics["train/is_line_search_success"] = [1.0] * 18 + [0.85, accepted]
+        record = {
+            "env_id": f"MinAtar/{game}-v1",
+            "algo": algo,
+            "seed": seed,
+            "n_timesteps": 5_000_000,
+            "final": {"mean": final},
+            "evaluation": {"freq": 250_000},
+            "curve": {"timesteps": [*steps, 5_000_192], "mean": [10.0] * len(steps) + [final]},
+            "diagnostics": diagnostics,
+            "last_update": {"failure_reason": "closed_trust_region" if closed else None},
+            "hyperparams": {"target_kl": 0.02, "learning_rate": 3e-4, "callback": ["AdaptiveTrustRegionCallback"]},
+        }
+        if folder == "minatar_5m_k5":
+            record["hyperparams"] = {"target_kl": target_kl, "learning_rate": "lin_5e-4", "callback": []}
+        path.write_text(json.dumps(record))
+
+    def section():
+        text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
+        rows = {tuple(line.split(" | ")[:2]): line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
+        # the aggregate's rows: label, IQM and mean (point estimates)
+        labels = ("| TRPOPlus", "| PPO", "| TRPOPlus K5")
+        aggregate = {
+            key[0][2:]: [cell.split(" [")[0] for cell in cells[1:]] for key, cells in rows.items() if key[0] in labels
+        }
+        return text, rows, aggregate
+
+    for game in games:
+        for seed, ppo, plus in ((1, 12.0, 32.0), (2, 22.0, 62.0), (3, 62.0, 182.0)):
+            write("minatar_5m", "ppo", game, seed, ppo, entropy=1.0)  # the floor: 0.25 nats
+            write("minatar_5m", "trpo_plus", game, seed, plus, accepted=0.95)
+            if (game, seed) != ("Seaquest", 3):  # the last 10 updates: 9 accepted, 1 closed at radius 0
+                write("minatar_5m_k5", "trpo_plus", game, seed, plus, accepted=0.9, closed=True)
+    text, rows, aggregate = section()
+    assert rows["| Seaquest", "TRPOPlus K5"][2] == "withheld (2 of 3 runs finished)"
+    assert rows["| Breakout", "TRPOPlus K5"][2] == "withheld (3 of 3 runs finished)"
+    assert "TRPOPlus K5: 14 of 15 runs finished; its figures are withheld until all 15 exist." in text
+    assert "\n| TRPOPlus K5 |" not in text and "K5's rule" not in text and "no TRPOPlus K5 run" not in text
+    assert plotted[-1] == {}
+    before = {label: rows[key] for key in rows for label in ("| TRPOPlus", "| PPO") if key[0] == label}
+    assert aggregate == {"TRPOPlus": ["2.67", "3.00"], "PPO": ["0.89", "1.00"]}
+    assert drawn == [["TRPOPlus", "PPO"]]
+
+    # all 15, with the entry's scores: level with it, not above, so the entry stays
+    write("minatar_5m_k5", "trpo_plus", "Seaquest", 3, 182.0, accepted=0.9, closed=True)
+    text, rows, aggregate = section()
+    k5 = rows["| Breakout", "TRPOPlus K5"]
+    assert k5[2:4] + k5[5:] == ["1, 2, 3", "10.0", "3 of 3", "0 of 3", "0.50", "0.92", "0 of 3 |"]
+    assert rows["| Breakout", "TRPOPlus"][8:] == ["0.90", "0 of 3 |"]  # the entry's closes nothing: 18 of 20
+    assert aggregate == {"TRPOPlus": ["2.67", "3.00"], "PPO": ["0.89", "1.00"], "TRPOPlus K5": ["2.67", "3.00"]}
+    # the entry's and PPO's aggregate rows, intervals included, as before K5 was shown; K5's runs drawn
+    assert {label: rows[key] for key in rows for label in ("| TRPOPlus", "| PPO") if key[0] == label} == before
+    assert sorted(plotted[-1]) == [1, 2, 3]
+    assert drawn[-1] == ["TRPOPlus", "PPO", "TRPOPlus K5"] and (tmp_path / "images" / "minatar5m_profile.png").is_file()
+    assert "aggregate IQM of TRPOPlus K5 >= 1.2: **met** (2.67 [" in text and "no TRPOPlus K5 run collapses: **met**" in text
+    assert text.endswith(
+        "K5's rule (`benchmarks/results/minatar_5m_k5/rule.md`): its aggregate IQM above TRPOPlus's (2.6667 against "
+        "2.6667): **missed**; no K5 run collapses: **met**. The margin lies inside both intervals: on these runs K5 is "
+        "not distinguishable from the entry. The MinAtar entry stays as it is, and K5 is a row of `docs/research.md`."
+    )
+    # above the entry (normalized 2, 4 and 6: IQM 4) and no run collapsed: adopted
+    for game in games:
+        for seed, final in ((1, 62.0), (2, 122.0), (3, 182.0)):
+            write("minatar_5m_k5", "trpo_plus", game, seed, final, accepted=0.9, closed=True)
+    text, rows, aggregate = section()
+    assert text.endswith("(4.0000 against 2.6667): **met**; no K5 run collapses: **met**. K5 becomes the MinAtar entry.")
+    # one run whose last update was refused by its line search, not closed by the schedule: 17.5 of 20, collapsed
+    write("minatar_5m_k5", "trpo_plus", "Asterix", 2, 122.0, accepted=0.9)
+    text, rows, aggregate = section()
+    assert rows["| Asterix", "TRPOPlus K5"][8:] == ["0.91", "1 of 3 |"]
+    assert "no TRPOPlus K5 run collapses: **missed** (runs that do: Asterix seed 2 (accepted 0.88))" in text
+    assert text.endswith(
+        "**met**; no K5 run collapses: **missed**. The MinAtar entry stays as it is, and K5 is a row of `docs/research.md`."
+    )
+    # an entropy below 0.25x PPO's (1.0), though above 0.25x the entry's (0.5): collapsed too
+    write("minatar_5m_k5", "trpo_plus", "Asterix", 2, 122.0, accepted=0.9, closed=True, entropy=0.2)
+    text, rows, aggregate = section()
+    assert "(runs that do: Asterix seed 2 (entropy 0.2 nats against 0.25))" in text
+    # a record run with other values than the rule freezes is refused
+    write("minatar_5m_k5", "trpo_plus", "Asterix", 2, 122.0, accepted=0.9, closed=True, target_kl="lin_0.08")
+    with pytest.raises(ValueError, match=r"TRPOPlus K5, Asterix seed 2: \{'target_kl': 'lin_0.08'\}"):
+        section()
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
