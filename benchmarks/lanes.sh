@@ -1,6 +1,8 @@
 # Lanes of a campaign, sourced by atari_campaign.sh and mujoco_campaign.sh: each lane (one per CPU core, in the
 # background) takes the next run of the campaign's queue that is neither finished (its record exists), nor held by a
-# live lane, nor failed in this lane before; a lane holds a run by a lock folder beside the run's working folder.
+# live lane, nor failed in this lane before. A lane holds a run by flock(1) on a file beside the run's working folder:
+# taking the lock is one atomic step, so two lanes started at the same moment never take the same run, and the kernel
+# lets it go when the lane and the run's processes are gone, so a killed lane leaves no stale lock behind.
 #
 # The sourcing script defines, for a run given as its fields (a queue line is the fields joined by ':'):
 #   queue          the runs, one a line, in the order lanes take them
@@ -10,8 +12,7 @@
 # and sets `lane` (this lane's number) before calling lane_loop.
 
 held() {  # a live lane holds the run whose working folder is $1
-    local lock=$1.lock
-    [ -d "$lock" ] && kill -0 "$(cat "$lock/pid" 2>/dev/null)" 2>/dev/null
+    [ -e "$1.lane" ] && ! flock -n "$1.lane" true
 }
 
 run_state() {  # F...: done, running (a live lane holds it), started (it has a curve) or waiting
@@ -29,7 +30,7 @@ commit_record() {  # path message: commit one record (retried: the other lane ma
 }
 
 lane_loop() {
-    local failed=" " run next fields work  # a run that failed in this lane is not tried again by it (no spinning)
+    local failed=" " run next fields work lock  # a run that failed in this lane is not tried again by it (no spinning)
     while true; do
         next=""
         while read -r run; do
@@ -38,12 +39,10 @@ lane_loop() {
             [[ $failed == *" $run "* ]] && continue
             work=$(workdir "${fields[@]}")
             mkdir -p "$(dirname "$work")"
-            held "$work" && continue
-            rm -rf "$work.lock"
-            mkdir "$work.lock" 2>/dev/null || continue  # another lane took it just now
-            echo $$ > "$work.lock/pid"
-            next=$run
-            break
+            exec {lock}> "$work.lane"
+            # held by another lane, or finished by it between the test above and the lock: not for this lane
+            flock -n "$lock" && [ ! -f "$(record "${fields[@]}")" ] && { next=$run; break; }
+            exec {lock}>&-
         done < <(queue)
         [ -z "$next" ] && { echo "lane $lane: nothing left"; return; }
         IFS=: read -r -a fields <<< "$next"
@@ -52,6 +51,6 @@ lane_loop() {
             echo "lane $lane: ${fields[*]} failed, not retried by this lane"
             failed+="$next "
         fi
-        rm -rf "$(workdir "${fields[@]}").lock"
+        exec {lock}>&-
     done
 }
