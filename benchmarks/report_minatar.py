@@ -44,7 +44,7 @@ from benchmarks.report_stats import (
 )
 
 #: The MinAtar games (more are taken from the results); seeds of the comparison: seed 0 chose the values of the entry
-#: before 2026-11-25 (docs/zoo.md), so it is left out for both entries (``--minatar-seeds`` to change)
+#: before 2026-11-25 (docs/research.md), so it is left out for both entries (``--minatar-seeds`` to change)
 MINATAR_GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 MINATAR_SEEDS = [1, 2, 3, 4, 5]
 #: Issue 12's MinAtar goal: the aggregate IQM of TRPOPlus's normalized scores at least this, and no game below PPO's
