@@ -1162,6 +1162,15 @@ def test_keep_learning_minatar_screen(tmp_path):
     assert rows[3].endswith("| fail | pass | pass |")
     assert rows[-2].startswith("K5 on Breakout, seeds 100, 101: at 2M 8.0, at 2.5-3M 10.0, at 4.5-5M 14.0")
     assert rows[-1] == "K5: passes on Breakout"
+    # the fourth test of minatar_k6_rule.md: (14 - 2) / (30 - 2) = 0.43 normalized, under a bar of 1.2, over 0.4
+    random_scores = {"MinAtar/Breakout-v1": 2.0}
+    for bar, verdict in ((1.2, "fails"), (0.4, "passes")):
+        rows = keep_learning.minatar_screen("K6", ["Breakout"], [100, 101], k5_dir, minatar_dir, bar, random_scores)
+        rows = rows.splitlines()
+        assert rows[-2] == f"K6, normalized (random = 0, PPO = 1): Breakout 0.43; mean 0.43 (at least {bar}: " + (
+            "fail)" if verdict == "fails" else "pass)"
+        )
+        assert rows[-1] == f"K6: {verdict} on Breakout"
     # --k4 reads K4's folder on Breakout
     write(tmp_path / "minatar_k4", "trpo_plus", 100, rising, closed=True)
     assert "| Breakout | 100 | 8.0 |" in keep_learning.main(["--k4", "--seeds", "100", "--screen-dir", str(tmp_path)])

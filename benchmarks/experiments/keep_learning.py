@@ -35,6 +35,12 @@ on Breakout::
 
     python -m benchmarks.experiments.keep_learning --minatar-candidate K5 --seeds 100
     python -m benchmarks.experiments.keep_learning --k4 --seeds 100
+
+``--normalized-bar`` adds stage 2's fourth test of ``minatar_k6_rule.md``: over the games, the mean of the candidate's
+normalized score (random = 0 from ``minatar_random.json``, PPO's mean at 4.5M-5M over the seeds = 1) at least the bar::
+
+    python -m benchmarks.experiments.keep_learning --minatar-candidate K6 --games Breakout Seaquest SpaceInvaders \
+        --seeds 100 101 --normalized-bar 1.2
 """
 
 import argparse
@@ -207,10 +213,20 @@ def minatar_table(seed: int, minatar_dir: Path = MINATAR_DIR) -> str:
     return "\n".join(lines)
 
 
-def minatar_screen(name: str, games: list[str], seeds: list[int], candidate_dir: Path, minatar_dir: Path = MINATAR_DIR) -> str:
+def minatar_screen(
+    name: str,
+    games: list[str],
+    seeds: list[int],
+    candidate_dir: Path,
+    minatar_dir: Path = MINATAR_DIR,
+    normalized_bar: float | None = None,
+    random_scores: dict[str, float] | None = None,
+) -> str:
     """The three tests of ``minatar_k4_rule.md`` and ``minatar_k5_rule.md``: a candidate's 5M runs against the entry's
     and PPO's on the same game and seed, per run, then per game (once every seed has all three runs) on the mean over
-    the seeds, and the verdict once every game has one."""
+    the seeds, and the verdict once every game has one. With ``normalized_bar`` (stage 2 of ``minatar_k6_rule.md``), a
+    fourth test over the games: the mean of the candidate's normalized scores, (its mean at 4.5-5M over the seeds -
+    random) / (PPO's - random), at least the bar; ``random_scores`` by env id, ``minatar_random.json``'s if not given."""
 
     mark = {True: "pass", False: "fail"}
     lines = [
@@ -220,6 +236,7 @@ def minatar_screen(name: str, games: list[str], seeds: list[int], candidate_dir:
     ]
     verdicts: list[str] = []
     passed: list[bool] = []
+    normalized_inputs: list[tuple[str, float, float]] = []  # per game with a verdict: its means at 4.5-5M, PPO's
     for game in games:
         rows = []
         for seed in seeds:
@@ -256,6 +273,7 @@ def minatar_screen(name: str, games: list[str], seeds: list[int], candidate_dir:
             "no collapse": all(row["no_collapse"] for row in rows),
         }
         passed.append(all(tests.values()))
+        normalized_inputs.append((game, mean["late"], mean["ppo_late"]))
         verdicts.append(
             f"{name} on {game}, seeds {', '.join(map(str, seeds))}: at 2M {mean['at_2m']:.1f}, at 2.5-3M "
             f"{mean['middle']:.1f}, at 4.5-5M {mean['late']:.1f} (the entry's {mean['entry_late']:.1f}, PPO's "
@@ -263,7 +281,21 @@ def minatar_screen(name: str, games: list[str], seeds: list[int], candidate_dir:
             + "; ".join(f"{test}: {mark[ok]}" for test, ok in tests.items())
             + f"; {'passes' if passed[-1] else 'fails'}"
         )
-    if len(passed) == len(games):
+    if len(passed) == len(games) and normalized_bar is not None:
+        if random_scores is None:
+            random_file = json.loads((RESULTS_DIR / "minatar_random.json").read_text())
+            random_scores = {env_id: run["mean"] for env_id, run in random_file["games"].items()}
+        normalized = [
+            (late - random_scores[f"MinAtar/{game}-v1"]) / (ppo_late - random_scores[f"MinAtar/{game}-v1"])
+            for game, late, ppo_late in normalized_inputs
+        ]
+        passed.append(float(np.mean(normalized)) >= normalized_bar)
+        verdicts.append(
+            f"{name}, normalized (random = 0, PPO = 1): "
+            + ", ".join(f"{game} {value:.2f}" for (game, _, _), value in zip(normalized_inputs, normalized))
+            + f"; mean {np.mean(normalized):.2f} (at least {normalized_bar}: {mark[passed[-1]]})"
+        )
+    if len(passed) == len(games) + (normalized_bar is not None):
         verdicts.append(f"{name}: {'passes' if all(passed) else 'fails'} on {', '.join(games)}")
     return "\n".join(lines + ([""] if verdicts else []) + verdicts)
 
@@ -314,11 +346,17 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--k4", action="store_true", help="read K4's MinAtar Breakout runs (minatar_k4_rule.md)")
     parser.add_argument("--minatar-candidate", help="read this candidate's MinAtar runs (minatar_k5_rule.md: K5)")
     parser.add_argument("--games", nargs="+", default=["Breakout", "SpaceInvaders"], help="with --minatar-candidate")
+    parser.add_argument(
+        "--normalized-bar",
+        type=float,
+        help="with --minatar-candidate: the fourth test (minatar_k6_rule.md, stage 2), the mean normalized score's bar",
+    )
     args = parser.parse_args(argv)
     screen_dir = Path(args.screen_dir)
     if args.k4 or args.minatar_candidate:
         name, games = ("K4", ["Breakout"]) if args.k4 else (args.minatar_candidate, args.games)
-        text = minatar_screen(name, games, args.seeds, screen_dir / f"minatar_{name.lower()}", screen_dir / "minatar")
+        candidate_dir = screen_dir / f"minatar_{name.lower()}"
+        text = minatar_screen(name, games, args.seeds, candidate_dir, screen_dir / "minatar", args.normalized_bar)
     elif args.minatar:
         minatar_dir = Path(args.screen_dir) / "minatar"
         parts = [minatar_table(seed, minatar_dir) for seed in args.seeds]
