@@ -1176,6 +1176,33 @@ def test_keep_learning_minatar_screen(tmp_path):
     assert "| Breakout | 100 | 8.0 |" in keep_learning.main(["--k4", "--seeds", "100", "--screen-dir", str(tmp_path)])
 
 
+def test_dead_network_finds_a_network_that_answers_every_state_alike(tmp_path):
+    """benchmarks.experiments.dead_network: a fresh network's heads vary over states; with the first layer of both
+    heads pushed far out (tanh(10) in every state), every unit of that layer is saturated, and the probabilities and
+    the value no longer vary."""
+    pytest.importorskip("minatar")
+    from benchmarks.experiments import dead_network
+    from sb3_trpo_plus import TRPOPlus
+    from sb3_trpo_plus.torch_layers import MinAtarCnnPolicy
+
+    dead_network.random_states("MinAtar/Breakout-v1", 1)  # (registers the MinAtar ids)
+    model = TRPOPlus(MinAtarCnnPolicy, "MinAtar/Breakout-v1", n_steps=64, batch_size=64, seed=0)
+    model.save(tmp_path / "alive.zip")
+    alive = dead_network.dead_network(str(tmp_path / "alive.zip"), "MinAtar/Breakout-v1", n_states=200).splitlines()
+    assert alive[2] == "policy hidden layers, units saturated in every state: 0%, 0%"
+    assert not alive[-1].endswith("std over states 0.000000")
+    with th.no_grad():
+        for net in (model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net):
+            net[0].weight.zero_()
+            net[0].bias.fill_(10.0)
+    model.save(tmp_path / "dead.zip")
+    dead = dead_network.dead_network(str(tmp_path / "dead.zip"), "MinAtar/Breakout-v1", n_states=200).splitlines()
+    assert dead[2].startswith("policy hidden layers, units saturated in every state: 100%")
+    assert dead[3].startswith("value hidden layers, units saturated in every state: 100%")
+    assert dead[-2] == "action probabilities, std over states: [0. 0. 0.]"
+    assert dead[-1].endswith("std over states 0.000000")
+
+
 def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0, closed=False):
     """A finished 1M-step ``benchmarks.atari`` record under ``root/atari``, with its entropy and acceptance at the end
     (``closed``: its last update was closed by a ``target_kl`` schedule, and counted as not accepted)."""
