@@ -1,15 +1,13 @@
 """
-Whether a trained MinAtar model's network has died (``minatar_k6_rule.md``, stage 1): on states from a random policy,
+Whether a trained MinAtar model's network has died (``minatar_k6_rule.md``, stage 1). On states from a random policy:
 how many of its feature units (ReLU) are never active, how many units of the heads' hidden layers (``mlp_extractor``,
 tanh) are saturated (``|tanh| > 0.999`` in every state), and how much its action probabilities and value vary over the
-states.
-A dead network gives one action distribution and one value in every state (standard deviation 0), so a deterministic
-evaluation plays one fixed action, while its entropy stays where the heads' biases leave it. The model is a run's
-``final_model.zip`` in its working folder (never committed)::
+states. A dead network gives one action distribution and one value in every state (standard deviation 0), so a
+deterministic evaluation plays one fixed action, while its entropy stays wherever its state-independent outputs leave
+it. The model is a run's ``final_model.zip`` in its working folder (never committed)::
 
-    python -m benchmarks.experiments.dead_network \\
-        benchmarks/results/keep_learning/minatar_k6/tmp/learning/trpo_plus/MinAtar-Seaquest-v1/seed100/final_model.zip \\
-        MinAtar/Seaquest-v1
+    RUN=benchmarks/results/keep_learning/minatar_k6/tmp/learning/trpo_plus/MinAtar-Seaquest-v1/seed100
+    python -m benchmarks.experiments.dead_network $RUN/final_model.zip MinAtar/Seaquest-v1
 """
 
 import argparse
@@ -42,6 +40,8 @@ def dead_network(model_path: str, env_id: str, n_states: int = 3000) -> str:
     """The report: feature units never active, action probabilities' and value's spread over the states."""
     model = TRPOPlus.load(model_path, device="cpu")
     policy = model.policy
+    if not policy.share_features_extractor:
+        raise ValueError(f"{model_path}: its actor and critic have extractors of their own; this reads a shared one")
     observations = th.as_tensor(random_states(env_id, n_states), dtype=th.float32)
     with th.no_grad():
         features = policy.extract_features(observations, policy.pi_features_extractor)

@@ -39,7 +39,7 @@ on Breakout::
 ``--normalized-bar`` adds stage 2's fourth test of ``minatar_k6_rule.md``: over the games, the mean of the candidate's
 normalized score (random = 0 from ``minatar_random.json``, PPO's mean at 4.5M-5M over the seeds = 1) at least the bar::
 
-    python -m benchmarks.experiments.keep_learning --minatar-candidate K6 --games Breakout Seaquest SpaceInvaders \
+    python -m benchmarks.experiments.keep_learning --minatar-candidate K6 --games Breakout Seaquest SpaceInvaders \\
         --seeds 100 101 --normalized-bar 1.2
 """
 
@@ -285,10 +285,12 @@ def minatar_screen(
         if random_scores is None:
             random_file = json.loads((RESULTS_DIR / "minatar_random.json").read_text())
             random_scores = {env_id: run["mean"] for env_id, run in random_file["games"].items()}
-        normalized = [
-            (late - random_scores[f"MinAtar/{game}-v1"]) / (ppo_late - random_scores[f"MinAtar/{game}-v1"])
-            for game, late, ppo_late in normalized_inputs
-        ]
+        normalized = []
+        for game, late, ppo_late in normalized_inputs:
+            random_score = random_scores[f"MinAtar/{game}-v1"]
+            if not ppo_late > random_score:
+                raise ValueError(f"MinAtar/{game}-v1: PPO's mean at 4.5-5M ({ppo_late}) is not above random's")
+            normalized.append((late - random_score) / (ppo_late - random_score))
         passed.append(float(np.mean(normalized)) >= normalized_bar)
         verdicts.append(
             f"{name}, normalized (random = 0, PPO = 1): "
@@ -352,6 +354,8 @@ def main(argv: list[str] | None = None) -> str:
         help="with --minatar-candidate: the fourth test (minatar_k6_rule.md, stage 2), the mean normalized score's bar",
     )
     args = parser.parse_args(argv)
+    if args.normalized_bar is not None and not args.minatar_candidate:
+        parser.error("--normalized-bar is a test of --minatar-candidate's screen: give the candidate")
     screen_dir = Path(args.screen_dir)
     if args.k4 or args.minatar_candidate:
         name, games = ("K4", ["Breakout"]) if args.k4 else (args.minatar_candidate, args.games)
