@@ -8,7 +8,7 @@ the goal of issue 12; 5.1, the entry before the last tuning on the seeds it was 
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -70,9 +70,8 @@ MINATAR_5M_WINDOW = 500_000
 MINATAR_5M_GOAL_IQM = 1.2
 MINATAR_5M_ENTROPY_SHARE = 0.25
 #: 5.2's entries: the folder of their records, how the table and figures name and draw them, and the values its rule
-#: freezes (a record with others is refused). K5, the candidate of ``benchmarks/results/minatar_5m_k5/rule.md``, is
-#: sealed: none of its figures is read until all its runs exist, and it comes last so that adding it moves no figure
-#: of the others (one bootstrap over the entries in order)
+#: freezes (a record with others is refused). The candidates come last so that adding one moves no figure of the
+#: others (one bootstrap over the entries in order)
 MINATAR_5M_ENTRIES = {
     "trpo_plus": (MINATAR_5M, Entry("trpo_plus", ALGO_LABELS["trpo_plus"], COLORS["trpo_plus"]), {}),
     "ppo": (MINATAR_5M, Entry("ppo", ALGO_LABELS["ppo"], COLORS["ppo"]), {}),
@@ -81,8 +80,37 @@ MINATAR_5M_ENTRIES = {
         Entry("trpo_plus", "TRPOPlus K5", "tab:purple"),
         {"target_kl": "lin_0.04", "learning_rate": "lin_5e-4", "callback": []},
     ),
+    "k8": (
+        "minatar_5m_k8",
+        Entry("trpo_plus", "TRPOPlus K8", "tab:brown"),
+        {
+            "target_kl": "lin_0.04",
+            "learning_rate": "lin_5e-4",
+            "callback": [],
+            "entropy_floor": 0.3,
+            "critic_kl_fraction": 0.25,
+            "cg_damping": 0.2,
+        },
+    ),
 }
-MINATAR_5M_SEALED = ("k5",)
+
+
+class Candidate(NamedTuple):
+    """A candidate entry of 5.2, sealed: none of its figures is read until all its runs exist. Its name, its rule's
+    file, and whether that rule's alive gate applies (``benchmarks.experiments.dead_network``'s record of each run,
+    ``alive/MinAtar-GAME-v1/seedS.json`` beside its records, and a final evaluation above the random policy's)."""
+
+    name: str
+    rule: str
+    alive: bool
+
+
+MINATAR_5M_CANDIDATES = {
+    "k5": Candidate("K5", "benchmarks/results/minatar_5m_k5/rule.md", alive=False),
+    "k8": Candidate("K8", "benchmarks/results/minatar_5m_k8/rule.md", alive=True),
+}
+#: The alive gate: a run is dead when at least this share of its policy head's first hidden layer is saturated
+MINATAR_5M_MAX_SATURATED = 0.5
 #: Words of the computed sentences: a game below PPO's interval, and a count of games
 BELOW = {True: "**yes**", False: "no"}
 NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -271,6 +299,20 @@ def _rises(fact: dict[str, Any]) -> bool | None:
     return None if fact["before"] is None or fact["last"] is None else fact["last"] > fact["before"]
 
 
+def dead_reasons(network: dict[str, Any] | None, final: float, random_score: float | None) -> list[str]:
+    """Why a run fails a candidate's alive gate (none when it passes): no ``dead_network`` record of its final model,
+    its policy head's first hidden layer saturated in ``MINATAR_5M_MAX_SATURATED`` of its units or more, or its final
+    evaluation not above the random policy's mean (or that mean unknown)."""
+    dead = []
+    if network is None:
+        dead.append("no dead_network record")
+    elif not (saturated := network["saturated"]["policy"][0]) < MINATAR_5M_MAX_SATURATED:
+        dead.append(f"policy's first layer {saturated:.0%} saturated")
+    if random_score is None or not final > random_score:
+        dead.append(f"final {final:.1f} not above random {Shown(random_score):.1f}")
+    return dead
+
+
 def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """
     The MinAtar entries at 5M steps (``MINATAR_5M_ENTRIES``) on ``MINATAR_GAMES``, seeds ``MINATAR_5M_SEEDS``: per game
@@ -306,7 +348,7 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
     total = len(MINATAR_GAMES) * len(MINATAR_5M_SEEDS)
     counts = {game: {key: len(by_seed) for key, by_seed in by_entry.items()} for game, by_entry in picked.items()}
     finished = {key: sum(by_entry[key] for by_entry in counts.values()) for key in entries}
-    sealed = [key for key in MINATAR_5M_SEALED if finished[key] < total]
+    sealed = [key for key in MINATAR_5M_CANDIDATES if finished[key] < total]
     for by_entry in picked.values():
         for key in sealed:
             by_entry[key] = {}
@@ -320,6 +362,7 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
         }
         ppo_entropy = _measured(fact["entropy"] for fact in facts[reference].values())
         entropy_floor = MINATAR_5M_ENTROPY_SHARE * float(np.mean(ppo_entropy)) if ppo_entropy else float("nan")
+        random_score = random_scores.get(f"MinAtar/{game}-v1", {}).get("mean")
         for key, by_seed in facts.items():
             label = entries[key].label
             if key in sealed:
@@ -332,10 +375,18 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
             at_2m, entropy, accepted = (_measured(fact[name] for fact in values) for name in ("at_2m", "entropy", "accepted"))
             failures = {}
             if entries[key].algo == plus_algo:
+                alive_dir = results_dir / MINATAR_5M_ENTRIES[key][0] / "alive" / f"MinAtar-{game}-v1"
                 failures = {
                     seed: why
                     for seed, fact in by_seed.items()
-                    if (why := collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor))
+                    if (
+                        why := collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor)
+                        + (
+                            dead_reasons(read_json(alive_dir / f"seed{seed}.json"), fact["final"], random_score)
+                            if key in MINATAR_5M_CANDIDATES and MINATAR_5M_CANDIDATES[key].alive
+                            else []
+                        )
+                    )
                 }
                 collapsed[key] += [f"{game} seed {seed} ({', '.join(why)})" for seed, why in failures.items()]
                 dropped[key] += [
@@ -365,7 +416,6 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                     ),
                 )
             )
-        random_score = random_scores.get(f"MinAtar/{game}-v1", {}).get("mean")
         if random_score is not None and all(set(MINATAR_5M_SEEDS) <= set(facts[key]) for key in MINATAR_ALGOS):
             complete.append(game)
             scale = metrics_iqm([facts[reference][seed]["final"] for seed in MINATAR_5M_SEEDS]) - random_score
@@ -422,14 +472,24 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                 collapsed="; ".join(collapsed[key]) or "none",
             )
         )
-    if "k5" in shown:
-        k5, entry = estimates["k5"]["iqm"], estimates[plus_algo]["iqm"]
-        above, clean = bool(k5.point > entry.point), not collapsed["k5"]
+    for key, candidate in MINATAR_5M_CANDIDATES.items():
+        if key not in shown:
+            continue
+        point, entry = estimates[key]["iqm"], estimates[plus_algo]["iqm"]
+        above, clean = bool(point.point > entry.point), not collapsed[key]
+        words = {"name": candidate.name, "rule": candidate.rule}
         parts.append(
             sentences(
-                fill("minatar5m.k5_rule", k5=k5.point, entry=entry.point, above=VERDICT[above], clean=VERDICT[clean]),
-                fill("minatar5m.k5_rule.inside") if k5.place(entry) == 0 == entry.place(k5) else "",
-                fill("minatar5m.k5_rule.adopted" if above and clean else "minatar5m.k5_rule.kept"),
+                fill(
+                    "minatar5m.candidate_rule",
+                    **words,
+                    candidate=point.point,
+                    entry=entry.point,
+                    above=VERDICT[above],
+                    clean=VERDICT[clean],
+                ),
+                fill("minatar5m.candidate_rule.inside", **words) if point.place(entry) == 0 == entry.place(point) else "",
+                fill("minatar5m.candidate_rule.adopted" if above and clean else "minatar5m.candidate_rule.kept", **words),
             )
         )
     return paragraphs(*parts)

@@ -508,7 +508,7 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
     assert "| Seaquest | TRPOPlus | 1, 2 |" in text and "not yet (4 of 5 games" in text and "Pong" not in text
     # the entropy picture draws the runs the table reads: not Seaquest's 2M run, nor a game outside the rule
-    assert plotted["Seaquest"] == {"trpo_plus": [1, 2], "ppo": [1, 2, 3], "k5": []} and set(plotted) == set(games)
+    assert plotted["Seaquest"] == {"trpo_plus": [1, 2], "ppo": [1, 2, 3], "k5": [], "k8": []} and set(plotted) == set(games)
     assert "](images/minatar5m_entropy.png)" in text and (tmp_path / "images" / "minatar5m_entropy.png").is_file()
     write("trpo_plus", "MinAtar/Seaquest-v1", 3, 182.0, plus_evaluations(), [0.5] * 20, [1.0] * 20)
     text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
@@ -533,6 +533,49 @@ def test_minatar_5m_section(tmp_path, monkeypatch):
     )
 
 
+#: The values in the records of section 5.2's folders: the entry's own, and what each candidate's rule freezes
+#: (``benchmarks/results/minatar_5m_k5/rule.md``, ``minatar_5m_k8/rule.md``)
+MINATAR_5M_HYPERPARAMS = {
+    "minatar_5m": {"target_kl": 0.02, "learning_rate": 3e-4, "callback": ["AdaptiveTrustRegionCallback"]},
+    "minatar_5m_k5": {"target_kl": "lin_0.04", "learning_rate": "lin_5e-4", "callback": []},
+    "minatar_5m_k8": {
+        "target_kl": "lin_0.04",
+        "learning_rate": "lin_5e-4",
+        "callback": [],
+        "entropy_floor": 0.3,
+        "critic_kl_fraction": 0.25,
+        "cg_damping": 0.2,
+    },
+}
+
+
+def write_minatar_5m_run(root, folder, algo, game, seed, final, accepted=1.0, closed=False, entropy=0.5, **hyperparams):
+    """A finished 5M record of section 5.2 under ``root/folder``: evaluations of 10 until its ``final``; a constant
+    ``entropy``; for TRPOPlus, acceptance 0.85 and ``accepted`` in its last two 250k bins, 10 updates each
+    (``closed``: its last update was closed at radius 0 by a ``target_kl`` schedule); the values its folder's rule
+    freezes, with ``hyperparams`` over them."""
+    steps = list(range(0, 5_000_001, 250_000))
+    path = root / folder / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key, sign = ("train/entropy", 1) if algo == "trpo_plus" else ("train/entropy_loss", -1)
+    diagnostics = {"bin_end": steps[1:], "n_updates": [10] * 20, key: [sign * entropy] * 20}
+    if algo == "trpo_plus":
+        diagnostics["train/is_line_search_success"] = [1.0] * 18 + [0.85, accepted]
+    record = {
+        "env_id": f"MinAtar/{game}-v1",
+        "algo": algo,
+        "seed": seed,
+        "n_timesteps": 5_000_000,
+        "final": {"mean": final},
+        "evaluation": {"freq": 250_000},
+        "curve": {"timesteps": [*steps, 5_000_192], "mean": [10.0] * len(steps) + [final]},
+        "diagnostics": diagnostics,
+        "last_update": {"failure_reason": "closed_trust_region" if closed else None},
+        "hyperparams": {**MINATAR_5M_HYPERPARAMS[folder], **hyperparams},
+    }
+    path.write_text(json.dumps(record))
+
+
 def test_minatar_5m_section_k5(tmp_path, monkeypatch):
     # K5 in section 5.2, as benchmarks/results/minatar_5m_k5/rule.md reads it: nothing of its runs shown until all 15
     # exist; then its rows and aggregate beside the entry's, whose figures do not move, and the rule's verdict: adopted
@@ -553,30 +596,10 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
     monkeypatch.setattr(report_minatar, "plot_entropy_panels", lambda runs, *args: plotted.append(runs["Breakout"]["k5"]))
     games = report_minatar.MINATAR_GAMES
     (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 2.0} for g in games}}))
-    steps = list(range(0, 5_000_001, 250_000))
 
     def write(folder, algo, game, seed, final, accepted=1.0, closed=False, entropy=0.5, target_kl="lin_0.04"):
-        path = tmp_path / folder / "learning" / algo / f"MinAtar-{game}-v1" / f"seed{seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key, sign = ("train/entropy", 1) if algo == "trpo_plus" else ("train/entropy_loss", -1)
-        diagnostics = {"bin_end": steps[1:], "n_updates": [10] * 20, key: [sign * entropy] * 20}
-        if algo == "trpo_plus":  # the last two bins (the last 500k steps): 0.85 and `accepted`, 10 updates each
-            diagnostics["train/is_line_search_success"] = [1.0] * 18 + [0.85, accepted]
-        record = {
-            "env_id": f"MinAtar/{game}-v1",
-            "algo": algo,
-            "seed": seed,
-            "n_timesteps": 5_000_000,
-            "final": {"mean": final},
-            "evaluation": {"freq": 250_000},
-            "curve": {"timesteps": [*steps, 5_000_192], "mean": [10.0] * len(steps) + [final]},
-            "diagnostics": diagnostics,
-            "last_update": {"failure_reason": "closed_trust_region" if closed else None},
-            "hyperparams": {"target_kl": 0.02, "learning_rate": 3e-4, "callback": ["AdaptiveTrustRegionCallback"]},
-        }
-        if folder == "minatar_5m_k5":
-            record["hyperparams"] = {"target_kl": target_kl, "learning_rate": "lin_5e-4", "callback": []}
-        path.write_text(json.dumps(record))
+        hyperparams = {"target_kl": target_kl} if folder == "minatar_5m_k5" else {}
+        write_minatar_5m_run(tmp_path, folder, algo, game, seed, final, accepted, closed, entropy, **hyperparams)
 
     def section():
         text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
@@ -643,6 +666,67 @@ def test_minatar_5m_section_k5(tmp_path, monkeypatch):
     write("minatar_5m_k5", "trpo_plus", "Asterix", 2, 122.0, accepted=0.9, closed=True, target_kl="lin_0.08")
     with pytest.raises(ValueError, match=r"TRPOPlus K5, Asterix seed 2: \{'target_kl': 'lin_0.08'\}"):
         section()
+
+
+def test_minatar_5m_section_k8_alive_gate(tmp_path, monkeypatch):
+    # K8 in section 5.2, as benchmarks/results/minatar_5m_k8/rule.md reads it: sealed as K5, and once all 15 runs exist
+    # its rule's alive gate besides acceptance and entropy: a run also collapses when dead_network's record of its final
+    # model is missing, or finds its policy's first hidden layer saturated in half its units or more, or when its score
+    # is not above the random policy's. Random 2, PPO 12, 22, 62 and the entry 32, 62, 182 on every game
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    monkeypatch.setattr(report_minatar, "plot_entropy_panels", lambda *args: None)
+    monkeypatch.setattr(report_minatar, "plot_performance_profile", lambda *args, **kwargs: None)
+    games = report_minatar.MINATAR_GAMES
+    (tmp_path / "minatar_random.json").write_text(json.dumps({"games": {f"MinAtar/{g}-v1": {"mean": 2.0} for g in games}}))
+
+    def alive(game, seed, policy_first=0.1):
+        path = tmp_path / "minatar_5m_k8" / "alive" / f"MinAtar-{game}-v1" / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"saturated": {"policy": [policy_first, 0.0], "value": [0.0, 0.0]}}))
+        return path
+
+    def section():
+        text = report_minatar.minatar_5m_section(tmp_path, tmp_path / "images", tmp_path)
+        rows = {tuple(line.split(" | ")[:2]): line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
+        return text, rows
+
+    for game in games:
+        for seed, ppo, plus, k8 in ((1, 12.0, 32.0, 62.0), (2, 22.0, 62.0, 122.0), (3, 62.0, 182.0, 182.0)):
+            write_minatar_5m_run(tmp_path, "minatar_5m", "ppo", game, seed, ppo, entropy=1.0)
+            write_minatar_5m_run(tmp_path, "minatar_5m", "trpo_plus", game, seed, plus, accepted=0.95)
+            if (game, seed) != ("Seaquest", 3):
+                write_minatar_5m_run(tmp_path, "minatar_5m_k8", "trpo_plus", game, seed, k8, accepted=0.9, closed=True)
+                alive(game, seed)
+    text, rows = section()
+    assert rows["| Seaquest", "TRPOPlus K8"][2] == "withheld (2 of 3 runs finished)"
+    assert "TRPOPlus K8: 14 of 15 runs finished; its figures are withheld until all 15 exist." in text
+    assert "K8's rule" not in text and "no TRPOPlus K8 run" not in text
+    # all 15, alive, above the entry (normalized 2, 4, 6: IQM 4 against 2.67): adopted
+    write_minatar_5m_run(tmp_path, "minatar_5m_k8", "trpo_plus", "Seaquest", 3, 182.0, accepted=0.9, closed=True)
+    alive("Seaquest", 3)
+    text, rows = section()
+    assert rows["| Seaquest", "TRPOPlus K8"][-1] == "0 of 3 |"
+    assert text.endswith(
+        "K8's rule (`benchmarks/results/minatar_5m_k8/rule.md`): its aggregate IQM above TRPOPlus's (4.0000 against "
+        "2.6667): **met**; no K8 run collapses: **met**. K8 becomes the MinAtar entry."
+    )
+    # half the policy's first layer saturated: dead, though acceptance and entropy pass (as K6's and K7's Seaquest)
+    alive("Seaquest", 2, policy_first=0.5)
+    text, rows = section()
+    assert rows["| Seaquest", "TRPOPlus K8"][-1] == "1 of 3 |"
+    assert "no TRPOPlus K8 run collapses: **missed** (runs that do: Seaquest seed 2 (policy's first layer 50% saturated))" in text
+    assert text.endswith("no K8 run collapses: **missed**. The MinAtar entry stays as it is, and K8 is a row of `docs/research.md`.")
+    alive("Seaquest", 2, policy_first=0.49)
+    assert section()[1]["| Seaquest", "TRPOPlus K8"][-1] == "0 of 3 |"
+    # no record of the final model: not known to be alive, so not counted as alive
+    alive("Freeway", 1).unlink()
+    assert "(runs that do: Freeway seed 1 (no dead_network record))" in section()[0]
+    alive("Freeway", 1)
+    # a score at the random policy's: dead
+    write_minatar_5m_run(tmp_path, "minatar_5m_k8", "trpo_plus", "Asterix", 3, 2.0, accepted=0.9, closed=True)
+    assert "(runs that do: Asterix seed 3 (final 2.0 not above random 2.0))" in section()[0]
+    # the entry's runs face no alive gate (none of them has a dead_network record)
+    assert section()[1]["| Asterix", "TRPOPlus"][-1] == "0 of 3 |"
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
@@ -1222,6 +1306,10 @@ def test_dead_network_finds_a_network_that_answers_every_state_alike(tmp_path):
     assert dead[3].startswith("value hidden layers, units saturated in every state: 100%")
     assert dead[-2] == "action probabilities, std over states: [0. 0. 0.]"
     assert dead[-1].endswith("std over states 0.000000")
+    # the facts as a run's alive record (section 5.2's alive gate reads the policy's first layer)
+    dead_network.main([str(tmp_path / "dead.zip"), "MinAtar/Breakout-v1", "--states", "200", "--json", str(tmp_path / "a.json")])
+    facts = json.loads((tmp_path / "a.json").read_text())
+    assert facts["saturated"]["policy"][0] == facts["saturated"]["value"][0] == 1.0 and facts["value_std"] == 0.0
 
 
 def write_atari_run(root, game, algo, seed, score, accepted=1.0, entropy=1.0, closed=False):

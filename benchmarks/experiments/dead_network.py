@@ -11,6 +11,9 @@ it. The model is a run's ``final_model.zip`` in its working folder (never commit
 """
 
 import argparse
+import json
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -36,8 +39,12 @@ def random_states(env_id: str, n_states: int, seed: int = 0) -> np.ndarray:
     return np.array(observations)
 
 
-def dead_network(model_path: str, env_id: str, n_states: int = 3000) -> str:
-    """The report: feature units never active, action probabilities' and value's spread over the states."""
+def network_facts(model_path: str, env_id: str, n_states: int = 3000) -> dict[str, Any]:
+    """
+    On ``n_states`` states of a random policy: the share of feature units never active, per head the share of each
+    hidden layer's units saturated in every state, and the action probabilities' and value's mean and spread over the
+    states.
+    """
     model = TRPOPlus.load(model_path, device="cpu")
     policy = model.policy
     if not policy.share_features_extractor:
@@ -55,20 +62,40 @@ def dead_network(model_path: str, env_id: str, n_states: int = 3000) -> str:
             saturated[name] = fractions
         probabilities = policy.get_distribution(observations).distribution.probs
         values = policy.predict_values(observations).squeeze(-1)
-    never_active = float((features.max(dim=0).values <= 0).float().mean())
+    return {
+        "model": str(model_path),
+        "env_id": env_id,
+        "n_states": n_states,
+        "feature_units": features.shape[1],
+        "never_active": float((features.max(dim=0).values <= 0).float().mean()),
+        "saturated": saturated,
+        "probabilities_mean": probabilities.mean(dim=0).tolist(),
+        "probabilities_std": probabilities.std(dim=0).tolist(),
+        "value_mean": float(values.mean()),
+        "value_std": float(values.std()),
+    }
+
+
+def report(facts: dict[str, Any]) -> str:
+    """``network_facts`` as text: feature units never active, saturated units, the heads' spread over the states."""
     return "\n".join(
         [
-            f"{model_path} on {n_states} states of a random policy ({env_id}):",
-            f"feature units never active: {never_active:.0%} of {features.shape[1]}",
+            f"{facts['model']} on {facts['n_states']} states of a random policy ({facts['env_id']}):",
+            f"feature units never active: {facts['never_active']:.0%} of {facts['feature_units']}",
             *(
                 f"{name} hidden layers, units saturated in every state: {', '.join(f'{f:.0%}' for f in fractions)}"
-                for name, fractions in saturated.items()
+                for name, fractions in facts["saturated"].items()
             ),
-            f"action probabilities, mean: {np.round(probabilities.mean(dim=0).numpy(), 3)}",
-            f"action probabilities, std over states: {np.round(probabilities.std(dim=0).numpy(), 4)}",
-            f"value: mean {values.mean():.4f}, std over states {values.std():.6f}",
+            f"action probabilities, mean: {np.round(facts['probabilities_mean'], 3)}",
+            f"action probabilities, std over states: {np.round(facts['probabilities_std'], 4)}",
+            f"value: mean {facts['value_mean']:.4f}, std over states {facts['value_std']:.6f}",
         ]
     )
+
+
+def dead_network(model_path: str, env_id: str, n_states: int = 3000) -> str:
+    """The report of ``model_path``'s network on ``n_states`` states of a random policy on ``env_id``."""
+    return report(network_facts(model_path, env_id, n_states))
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -76,8 +103,13 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("model", help="a run's final_model.zip")
     parser.add_argument("env_id", help="the MinAtar id it was trained on, e.g. MinAtar/Seaquest-v1")
     parser.add_argument("--states", type=int, default=3000)
+    parser.add_argument("--json", type=Path, help="also write the facts to this file (a run's alive record)")
     args = parser.parse_args(argv)
-    text = dead_network(args.model, args.env_id, args.states)
+    facts = network_facts(args.model, args.env_id, args.states)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(facts, indent=1) + "\n")
+    text = report(facts)
     print(text)
     return text
 
