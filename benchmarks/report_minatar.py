@@ -299,14 +299,23 @@ def _rises(fact: dict[str, Any]) -> bool | None:
     return None if fact["before"] is None or fact["last"] is None else fact["last"] > fact["before"]
 
 
-def dead_reasons(network: dict[str, Any] | None, final: float, random_score: float | None) -> list[str]:
-    """Why a run fails a candidate's alive gate (none when it passes): no ``dead_network`` record of its final model,
-    its policy head's first hidden layer saturated in ``MINATAR_5M_MAX_SATURATED`` of its units or more, or its final
-    evaluation not above the random policy's mean (or that mean unknown)."""
+def policy_saturation(network: dict[str, Any] | None, game: str) -> float | None:
+    """The share of units of the policy head's first hidden layer saturated in every state, from ``dead_network``'s
+    record of a run's final model on ``game``; None without a record of that game."""
+    try:
+        return float(network["saturated"]["policy"][0]) if network["env_id"] == f"MinAtar/{game}-v1" else None
+    except (TypeError, KeyError, IndexError, ValueError):
+        return None
+
+
+def dead_reasons(saturated: float | None, final: float, random_score: float | None) -> list[str]:
+    """Why a run fails a candidate's alive gate (none when it passes): no ``dead_network`` record of its final model
+    (``saturated`` None), its policy head's first hidden layer saturated in ``MINATAR_5M_MAX_SATURATED`` of its units
+    or more, or its final evaluation not above the random policy's mean (or that mean unknown)."""
     dead = []
-    if network is None:
+    if saturated is None:
         dead.append("no dead_network record")
-    elif not (saturated := network["saturated"]["policy"][0]) < MINATAR_5M_MAX_SATURATED:
+    elif not saturated < MINATAR_5M_MAX_SATURATED:
         dead.append(f"policy's first layer {saturated:.0%} saturated")
     if random_score is None or not final > random_score:
         dead.append(f"final {final:.1f} not above random {Shown(random_score):.1f}")
@@ -355,6 +364,7 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
     rows, complete = [], []
     normalized = {key: [] for key in entries}
     dropped, collapsed = {key: [] for key in entries}, {key: [] for key in entries}
+    saturation = {key: {} for key in entries}  # per alive-gated candidate, "game seed": its policy's first layer
     for game in MINATAR_GAMES:
         facts = {
             key: {seed: run_5m_facts(record, entries[key].algo) for seed, record in by_seed.items()}
@@ -375,15 +385,18 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
             at_2m, entropy, accepted = (_measured(fact[name] for fact in values) for name in ("at_2m", "entropy", "accepted"))
             failures = {}
             if entries[key].algo == plus_algo:
-                alive_dir = results_dir / MINATAR_5M_ENTRIES[key][0] / "alive" / f"MinAtar-{game}-v1"
+                if key in MINATAR_5M_CANDIDATES and MINATAR_5M_CANDIDATES[key].alive:
+                    alive_dir = results_dir / MINATAR_5M_ENTRIES[key][0] / "alive" / f"MinAtar-{game}-v1"
+                    for seed in by_seed:
+                        saturation[key][f"{game} {seed}"] = policy_saturation(read_json(alive_dir / f"seed{seed}.json"), game)
                 failures = {
                     seed: why
                     for seed, fact in by_seed.items()
                     if (
                         why := collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor)
                         + (
-                            dead_reasons(read_json(alive_dir / f"seed{seed}.json"), fact["final"], random_score)
-                            if key in MINATAR_5M_CANDIDATES and MINATAR_5M_CANDIDATES[key].alive
+                            dead_reasons(saturation[key][f"{game} {seed}"], fact["final"], random_score)
+                            if f"{game} {seed}" in saturation[key]
                             else []
                         )
                     )
@@ -478,6 +491,20 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
         point, entry = estimates[key]["iqm"], estimates[plus_algo]["iqm"]
         above, clean = bool(point.point > entry.point), not collapsed[key]
         words = {"name": candidate.name, "rule": candidate.rule}
+        if candidate.alive:
+            recorded = {run: share for run, share in saturation[key].items() if share is not None}
+            parts.append(
+                fill(
+                    "minatar5m.candidate_alive",
+                    **words,
+                    shares=", ".join(f"{run} {share:.0%}" for run, share in recorded.items()) or "none",
+                    recorded=len(recorded),
+                    total=total,
+                )
+            )
+            if len(recorded) < total:
+                parts.append(fill("minatar5m.candidate_rule.waits", **words, recorded=len(recorded), total=total))
+                continue
         parts.append(
             sentences(
                 fill(

@@ -682,7 +682,8 @@ def test_minatar_5m_section_k8_alive_gate(tmp_path, monkeypatch):
     def alive(game, seed, policy_first=0.1):
         path = tmp_path / "minatar_5m_k8" / "alive" / f"MinAtar-{game}-v1" / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"saturated": {"policy": [policy_first, 0.0], "value": [0.0, 0.0]}}))
+        network = {"env_id": f"MinAtar/{game}-v1", "saturated": {"policy": [policy_first, 0.0], "value": [0.0, 0.0]}}
+        path.write_text(json.dumps(network))
         return path
 
     def section():
@@ -700,12 +701,15 @@ def test_minatar_5m_section_k8_alive_gate(tmp_path, monkeypatch):
     text, rows = section()
     assert rows["| Seaquest", "TRPOPlus K8"][2] == "withheld (2 of 3 runs finished)"
     assert "TRPOPlus K8: 14 of 15 runs finished; its figures are withheld until all 15 exist." in text
-    assert "K8's rule" not in text and "no TRPOPlus K8 run" not in text
+    assert "K8's rule" not in text and "no TRPOPlus K8 run" not in text and "K8's final models" not in text
+    entry = [cells for key, cells in rows.items() if key[0] == "| TRPOPlus"]
     # all 15, alive, above the entry (normalized 2, 4, 6: IQM 4 against 2.67): adopted
     write_minatar_5m_run(tmp_path, "minatar_5m_k8", "trpo_plus", "Seaquest", 3, 182.0, accepted=0.9, closed=True)
     alive("Seaquest", 3)
     text, rows = section()
     assert rows["| Seaquest", "TRPOPlus K8"][-1] == "0 of 3 |"
+    assert [cells for key, cells in rows.items() if key[0] == "| TRPOPlus"] == entry  # the entry's aggregate unmoved
+    assert "15 of 15 recorded" in text and "seed: Asterix 1 10%, Asterix 2 10%, Asterix 3 10%, Breakout 1 10%" in text
     assert text.endswith(
         "K8's rule (`benchmarks/results/minatar_5m_k8/rule.md`): its aggregate IQM above TRPOPlus's (4.0000 against "
         "2.6667): **met**; no K8 run collapses: **met**. K8 becomes the MinAtar entry."
@@ -718,8 +722,13 @@ def test_minatar_5m_section_k8_alive_gate(tmp_path, monkeypatch):
     assert text.endswith("no K8 run collapses: **missed**. The MinAtar entry stays as it is, and K8 is a row of `docs/research.md`.")
     alive("Seaquest", 2, policy_first=0.49)
     assert section()[1]["| Seaquest", "TRPOPlus K8"][-1] == "0 of 3 |"
-    # no record of the final model: not known to be alive, so not counted as alive
+    # no record of the final model (or one of another game): not known to be alive, and the rule's decision waits
     alive("Freeway", 1).unlink()
+    text = section()[0]
+    assert "(runs that do: Freeway seed 1 (no dead_network record))" in text
+    assert text.endswith("K8's rule (`benchmarks/results/minatar_5m_k8/rule.md`): not decided until every run's final "
+                         "model has its `dead_network` record (14 of 15).")
+    alive("Freeway", 1).write_text(alive("Asterix", 1).read_text())
     assert "(runs that do: Freeway seed 1 (no dead_network record))" in section()[0]
     alive("Freeway", 1)
     # a score at the random policy's: dead
@@ -727,6 +736,10 @@ def test_minatar_5m_section_k8_alive_gate(tmp_path, monkeypatch):
     assert "(runs that do: Asterix seed 3 (final 2.0 not above random 2.0))" in section()[0]
     # the entry's runs face no alive gate (none of them has a dead_network record)
     assert section()[1]["| Asterix", "TRPOPlus"][-1] == "0 of 3 |"
+    # a record run with other values than the rule freezes is refused
+    write_minatar_5m_run(tmp_path, "minatar_5m_k8", "trpo_plus", "Asterix", 3, 122.0, cg_damping=0.1)
+    with pytest.raises(ValueError, match=r"TRPOPlus K8, Asterix seed 3: \{'cg_damping': 0.1\}"):
+        section()
 
 
 def test_breakout_comparison(tmp_path, monkeypatch):
