@@ -25,6 +25,7 @@ from benchmarks.report_atari import (
 from benchmarks.report_common import (
     NOT_RUN,
     VERDICT,
+    Interval,
     Shown,
     fill,
     fill_each,
@@ -322,6 +323,56 @@ def dead_reasons(saturated: float | None, final: float, random_score: float | No
     return dead
 
 
+def _alive_records(results_dir: Path, key: str, game: str, seeds: Iterable[int]) -> dict[str, float | None]:
+    """Per run ("game seed") of an alive-gated candidate, ``policy_saturation`` of its ``dead_network`` record (None
+    without one); nothing for another entry."""
+    if key not in MINATAR_5M_CANDIDATES or not MINATAR_5M_CANDIDATES[key].alive:
+        return {}
+    alive_dir = results_dir / MINATAR_5M_ENTRIES[key][0] / "alive" / f"MinAtar-{game}-v1"
+    return {f"{game} {seed}": policy_saturation(read_json(alive_dir / f"seed{seed}.json"), game) for seed in seeds}
+
+
+def _failures(
+    fact: dict[str, Any], entropy_floor: float, saturation: dict[str, float | None], run: str, random_score: float | None
+) -> list[str]:
+    """Why a TRPOPlus run of 5.2 collapsed: the no-collapse test, and for an alive-gated candidate's run (one with an
+    entry in ``saturation``) its rule's alive gate."""
+    why = collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor)
+    return why + dead_reasons(saturation[run], fact["final"], random_score) if run in saturation else why
+
+
+def _candidate_verdict(
+    candidate: Candidate,
+    iqm: Interval,
+    entry_iqm: Interval,
+    collapsed: list[str],
+    saturation: dict[str, float | None],
+    total: int,
+) -> list[str]:
+    """A complete candidate's paragraphs after the tests: its alive records (when its rule has the gate), and its rule's
+    decision: adopted only when its aggregate IQM is strictly above the entry's and none of its runs collapsed."""
+    words = {"name": candidate.name, "rule": candidate.rule}
+    parts = []
+    if candidate.alive:
+        recorded = {run: share for run, share in saturation.items() if share is not None}
+        shares = ", ".join(f"{run} {share:.0%}" for run, share in recorded.items()) or "none"
+        parts.append(fill("minatar5m.candidate_alive", **words, shares=shares, recorded=len(recorded), total=total))
+        if len(recorded) < total:
+            return [*parts, fill("minatar5m.candidate_rule.waits", **words, recorded=len(recorded), total=total)]
+    above, clean = bool(iqm.point > entry_iqm.point), not collapsed
+    verdict = fill(
+        "minatar5m.candidate_rule",
+        **words,
+        candidate=iqm.point,
+        entry=entry_iqm.point,
+        above=VERDICT[above],
+        clean=VERDICT[clean],
+    )
+    inside = fill("minatar5m.candidate_rule.inside", **words) if iqm.place(entry_iqm) == 0 == entry_iqm.place(iqm) else ""
+    decision = fill("minatar5m.candidate_rule.adopted" if above and clean else "minatar5m.candidate_rule.kept", **words)
+    return [*parts, sentences(verdict, inside, decision)]
+
+
 def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     """
     The MinAtar entries at 5M steps (``MINATAR_5M_ENTRIES``) on ``MINATAR_GAMES``, seeds ``MINATAR_5M_SEEDS``: per game
@@ -385,21 +436,11 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
             at_2m, entropy, accepted = (_measured(fact[name] for fact in values) for name in ("at_2m", "entropy", "accepted"))
             failures = {}
             if entries[key].algo == plus_algo:
-                if key in MINATAR_5M_CANDIDATES and MINATAR_5M_CANDIDATES[key].alive:
-                    alive_dir = results_dir / MINATAR_5M_ENTRIES[key][0] / "alive" / f"MinAtar-{game}-v1"
-                    for seed in by_seed:
-                        saturation[key][f"{game} {seed}"] = policy_saturation(read_json(alive_dir / f"seed{seed}.json"), game)
+                saturation[key].update(_alive_records(results_dir, key, game, by_seed))
                 failures = {
                     seed: why
                     for seed, fact in by_seed.items()
-                    if (
-                        why := collapse_reasons(fact["accepted"], fact["entropy"], entropy_floor)
-                        + (
-                            dead_reasons(saturation[key][f"{game} {seed}"], fact["final"], random_score)
-                            if f"{game} {seed}" in saturation[key]
-                            else []
-                        )
-                    )
+                    if (why := _failures(fact, entropy_floor, saturation[key], f"{game} {seed}", random_score))
                 }
                 collapsed[key] += [f"{game} seed {seed} ({', '.join(why)})" for seed, why in failures.items()]
                 dropped[key] += [
@@ -485,40 +526,14 @@ def minatar_5m_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> s
                 collapsed="; ".join(collapsed[key]) or "none",
             )
         )
-    for key, candidate in MINATAR_5M_CANDIDATES.items():
-        if key not in shown:
-            continue
-        point, entry = estimates[key]["iqm"], estimates[plus_algo]["iqm"]
-        above, clean = bool(point.point > entry.point), not collapsed[key]
-        words = {"name": candidate.name, "rule": candidate.rule}
-        if candidate.alive:
-            recorded = {run: share for run, share in saturation[key].items() if share is not None}
-            parts.append(
-                fill(
-                    "minatar5m.candidate_alive",
-                    **words,
-                    shares=", ".join(f"{run} {share:.0%}" for run, share in recorded.items()) or "none",
-                    recorded=len(recorded),
-                    total=total,
-                )
-            )
-            if len(recorded) < total:
-                parts.append(fill("minatar5m.candidate_rule.waits", **words, recorded=len(recorded), total=total))
-                continue
-        parts.append(
-            sentences(
-                fill(
-                    "minatar5m.candidate_rule",
-                    **words,
-                    candidate=point.point,
-                    entry=entry.point,
-                    above=VERDICT[above],
-                    clean=VERDICT[clean],
-                ),
-                fill("minatar5m.candidate_rule.inside", **words) if point.place(entry) == 0 == entry.place(point) else "",
-                fill("minatar5m.candidate_rule.adopted" if above and clean else "minatar5m.candidate_rule.kept", **words),
-            )
+    parts += [
+        sentence
+        for key, candidate in MINATAR_5M_CANDIDATES.items()
+        if key in shown
+        for sentence in _candidate_verdict(
+            candidate, estimates[key]["iqm"], estimates[plus_algo]["iqm"], collapsed[key], saturation[key], total
         )
+    ]
     return paragraphs(*parts)
 
 

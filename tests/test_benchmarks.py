@@ -718,16 +718,22 @@ def test_minatar_5m_section_k8_alive_gate(tmp_path, monkeypatch):
     alive("Seaquest", 2, policy_first=0.5)
     text, rows = section()
     assert rows["| Seaquest", "TRPOPlus K8"][-1] == "1 of 3 |"
-    assert "no TRPOPlus K8 run collapses: **missed** (runs that do: Seaquest seed 2 (policy's first layer 50% saturated))" in text
-    assert text.endswith("no K8 run collapses: **missed**. The MinAtar entry stays as it is, and K8 is a row of `docs/research.md`.")
+    assert (
+        "no TRPOPlus K8 run collapses: **missed** (runs that do: Seaquest seed 2 (policy's first layer 50% saturated))" in text
+    )
+    assert text.endswith(
+        "no K8 run collapses: **missed**. The MinAtar entry stays as it is, and K8 is a row of `docs/research.md`."
+    )
     alive("Seaquest", 2, policy_first=0.49)
     assert section()[1]["| Seaquest", "TRPOPlus K8"][-1] == "0 of 3 |"
     # no record of the final model (or one of another game): not known to be alive, and the rule's decision waits
     alive("Freeway", 1).unlink()
     text = section()[0]
     assert "(runs that do: Freeway seed 1 (no dead_network record))" in text
-    assert text.endswith("K8's rule (`benchmarks/results/minatar_5m_k8/rule.md`): not decided until every run's final "
-                         "model has its `dead_network` record (14 of 15).")
+    assert text.endswith(
+        "K8's rule (`benchmarks/results/minatar_5m_k8/rule.md`): not decided until every run's final "
+        "model has its `dead_network` record (14 of 15)."
+    )
     alive("Freeway", 1).write_text(alive("Asterix", 1).read_text())
     assert "(runs that do: Freeway seed 1 (no dead_network record))" in section()[0]
     alive("Freeway", 1)
@@ -1320,7 +1326,9 @@ def test_dead_network_finds_a_network_that_answers_every_state_alike(tmp_path):
     assert dead[-2] == "action probabilities, std over states: [0. 0. 0.]"
     assert dead[-1].endswith("std over states 0.000000")
     # the facts as a run's alive record (section 5.2's alive gate reads the policy's first layer)
-    dead_network.main([str(tmp_path / "dead.zip"), "MinAtar/Breakout-v1", "--states", "200", "--json", str(tmp_path / "a.json")])
+    dead_network.main(
+        [str(tmp_path / "dead.zip"), "MinAtar/Breakout-v1", "--states", "200", "--json", str(tmp_path / "a.json")]
+    )
     facts = json.loads((tmp_path / "a.json").read_text())
     assert facts["saturated"]["policy"][0] == facts["saturated"]["value"][0] == 1.0 and facts["value_std"] == 0.0
 

@@ -1,5 +1,6 @@
 """
-Whether a trained MinAtar model's network has died (``minatar_k6_rule.md``, stage 1). On states from a random policy:
+Whether a trained MinAtar model's network has died (``minatar_k6_rule.md``, stage 1; the alive gate of
+``minatar_5m_k8/rule.md``, from its ``--json`` record). On states from a random policy:
 how many of its feature units (ReLU) are never active, how many units of the heads' hidden layers (``mlp_extractor``,
 tanh) are saturated (``|tanh| > 0.999`` in every state), and how much its action probabilities and value vary over the
 states. A dead network gives one action distribution and one value in every state (standard deviation 0), so a

@@ -26,7 +26,7 @@ steps, line-search acceptance under 0.9 or mean entropy under 0.25x PPO's), then
 
     python -m benchmarks.experiments.keep_learning --minatar --seeds 100
 
-``--minatar-candidate NAME`` reads a candidate's runs of ``minatar_k4_rule.md`` or ``minatar_k5_rule.md``
+``--minatar-candidate NAME`` reads a candidate's runs under its rule, ``minatar_k4_rule.md`` to ``minatar_k8_rule.md``
 (``keep_learning/minatar_<name>/learning/trpo_plus/...``, on the ``--games`` given) against the entry's and PPO's of
 ``minatar/`` on the same game and seed: keeps learning (its mean at 4.5M-5M above its evaluation at 2M and its mean at
 2.5M-3M), score (that mean at least the entry's), no collapse (over its last 500k steps, acceptance >= 0.9 without the
@@ -222,11 +222,12 @@ def minatar_screen(
     normalized_bar: float | None = None,
     random_scores: dict[str, float] | None = None,
 ) -> str:
-    """The three tests of ``minatar_k4_rule.md`` and ``minatar_k5_rule.md``: a candidate's 5M runs against the entry's
+    """The three tests of ``minatar_k4_rule.md`` to ``minatar_k8_rule.md``: a candidate's 5M runs against the entry's
     and PPO's on the same game and seed, per run, then per game (once every seed has all three runs) on the mean over
-    the seeds, and the verdict once every game has one. With ``normalized_bar`` (stage 2 of ``minatar_k6_rule.md``), a
-    fourth test over the games: the mean of the candidate's normalized scores, (its mean at 4.5-5M over the seeds -
-    random) / (PPO's - random), at least the bar; ``random_scores`` by env id, ``minatar_random.json``'s if not given."""
+    the seeds, and the verdict once every game has one. With ``normalized_bar`` (stage 2 of ``minatar_k6_rule.md`` to
+    ``minatar_k8_rule.md``), a fourth test over the games: the mean of the candidate's normalized scores, (its mean at
+    4.5-5M over the seeds - random) / (PPO's - random), at least the bar; ``random_scores`` by env id,
+    ``minatar_random.json``'s if not given."""
 
     mark = {True: "pass", False: "fail"}
     lines = [
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--minatar", action="store_true", help="read the MinAtar runs of minatar_rule.md")
     parser.add_argument("--v2", action="store_true", help="add the verdict of screen_rule_v2.md per candidate")
     parser.add_argument("--k4", action="store_true", help="read K4's MinAtar Breakout runs (minatar_k4_rule.md)")
-    parser.add_argument("--minatar-candidate", help="read this candidate's MinAtar runs (minatar_k5_rule.md: K5)")
+    parser.add_argument("--minatar-candidate", help="read this candidate's MinAtar runs (K5 to K8: minatar_k5_rule.md ...)")
     parser.add_argument("--games", nargs="+", default=["Breakout", "SpaceInvaders"], help="with --minatar-candidate")
     parser.add_argument(
         "--normalized-bar",
