@@ -156,7 +156,7 @@ def check_setting(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
-def check_entropy_floor(ent_coef: Any, min_ent_coef: Any, changed: str = "min_ent_coef") -> None:
+def check_min_ent_coef(ent_coef: Any, min_ent_coef: Any, changed: str = "min_ent_coef") -> None:
     """
     Raise a ``ValueError`` when ``min_ent_coef`` is above the initial ``ent_coef`` (its schedule's value at progress
     1), naming ``changed``, the one of the two just given.
@@ -179,7 +179,7 @@ def check_setting_pair(model: Any, name: str, value: Any) -> None:
     if partner is None or f"_{partner}" not in model.__dict__:
         return
     values = {name: value, partner: model.__dict__[f"_{partner}"]}
-    check_entropy_floor(values["ent_coef"], values["min_ent_coef"], changed=name)
+    check_min_ent_coef(values["ent_coef"], values["min_ent_coef"], changed=name)
 
 
 def check_rollout_arguments(*, n_steps: Any, gamma: Any, gae_lambda: Any, learning_rate: Any) -> None:
@@ -227,6 +227,7 @@ def check_arguments(
     ent_coef: float | Schedule,
     ent_coef_decay: float,
     min_ent_coef: float,
+    entropy_floor: float,
     target_kl: float | Schedule,
     sub_sampling_factor: int,
     stats_window_size: int,
@@ -258,7 +259,12 @@ def check_arguments(
     ):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    check_entropy_floor(ent_coef, min_ent_coef)
+    check_min_ent_coef(ent_coef, min_ent_coef)
+    if not (is_finite_real(entropy_floor) and 0 <= entropy_floor < 1):
+        raise ValueError(
+            f"entropy_floor must be a number in [0, 1) (a fraction of the uniform policy's entropy; 0: no floor), "
+            f"got {entropy_floor!r}"
+        )
     if not isinstance(actor_trains_features, (bool, np.bool_)):
         raise ValueError(f"actor_trains_features must be True or False, got {actor_trains_features!r}")
     if not (is_finite_real(critic_kl_fraction) and 0 <= critic_kl_fraction < 1):
@@ -339,6 +345,36 @@ def check_loaded_model(model: Any) -> None:
     if "stats_window_size" in model.__dict__:  # (load(path, stats_window_size=...) writes the public name)
         model._stats_window_size = model.__dict__.pop("stats_window_size")
     check_model_arguments(model)
+
+
+def uniform_entropy(action_space: spaces.Space) -> float | None:
+    """
+    The entropy of the uniform policy over ``action_space`` (in nats, summed over the action's components as SB3's
+    distributions sum it), the largest any policy has; ``None`` for a Box space, which has no largest.
+    """
+    if isinstance(action_space, spaces.Discrete):
+        return float(np.log(action_space.n))
+    if isinstance(action_space, spaces.MultiDiscrete):
+        return float(np.sum(np.log(action_space.nvec)))
+    if isinstance(action_space, spaces.MultiBinary):
+        return float(np.prod(action_space.shape) * np.log(2.0))
+    return None
+
+
+def entropy_floor_nats(action_space: spaces.Space, entropy_floor: float) -> float:
+    """
+    ``entropy_floor`` (a fraction of the uniform policy's entropy) in nats on ``action_space``; a ``ValueError`` for
+    a floor on a Box space, whose entropy has no largest value to take a fraction of.
+    """
+    if entropy_floor == 0:
+        return 0.0
+    largest = uniform_entropy(action_space)
+    if largest is None:
+        raise ValueError(
+            f"entropy_floor ({entropy_floor}) needs a discrete action space (Discrete, MultiDiscrete, MultiBinary), "
+            f"whose uniform policy's entropy it takes a fraction of; the env's is {action_space}: use entropy_floor=0"
+        )
+    return entropy_floor * largest
 
 
 def check_policy_fits(policy_class: type, observation_space: spaces.Space) -> None:

@@ -117,6 +117,10 @@ class TRPOPlus(OnPolicyAlgorithm):
     :param ent_coef_decay: multiplied into the entropy coefficient after every policy update, in (0, 1]
         (e.g. 0.9995 halves it in about 1386 updates; 1.0 disables the decay)
     :param min_ent_coef: floor of the decayed entropy coefficient, between 0 and the initial ``ent_coef``
+    :param entropy_floor: a floor on the policy's mean entropy, as a fraction in [0, 1) of the uniform policy's
+        (discrete action spaces only; 0, the default: none). Below it the objective loses one unit per nat, ``L =
+        mean(ratio * advantage) + ent_coef * H - max(0, floor - H)``: the step climbs back, and the line search accepts
+        on that same ``L``.
     :param cg_sub_sampling_factor: compute the Fisher-vector products of the conjugate gradient on one
         ``cg_sub_sampling_factor``-th of the policy batch, drawn at random at each update, while the gradient and the
         line search use the whole batch (1: no sub-sampling; OpenAI Baselines uses every 5th sample)
@@ -179,6 +183,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         ent_coef: float | Schedule = 0.0,
         ent_coef_decay: float = 1.0,
         min_ent_coef: float = 0.0,
+        entropy_floor: float = 0.0,
         cg_sub_sampling_factor: int = 1,
         critic_kl_fraction: float = 0.0,
         actor_trains_features: bool = True,
@@ -238,6 +243,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         self.ent_coef = ent_coef
         self.ent_coef_decay = ent_coef_decay
         self.min_ent_coef = min_ent_coef
+        self.entropy_floor = float(entropy_floor)
         self._current_ent_coef = float(FloatSchedule(ent_coef)(1.0))
         # Updates skipped because the rollout held NaN or inf (in all, in a row); whether the latest rollout met some
         self._n_non_finite_rollouts = 0
@@ -269,6 +275,8 @@ class TRPOPlus(OnPolicyAlgorithm):
         if "_initial_cg_damping" not in self.__dict__:
             self.initial_cg_damping = self.cg_damping
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
+        # (in nats on this action space: a ValueError for a floor on a Box space)
+        self._entropy_floor_nats = arguments.entropy_floor_nats(self.action_space, self.entropy_floor)
         if any(isinstance(module, nn.Conv2d) for module in self.policy.modules()):
             # channels_last halves the cost of the convolutions' backward pass on CPU (one per Fisher-vector
             # product): measured 0.28 s -> 0.14 s for NatureCNN on 512 frames, 1 thread
@@ -409,9 +417,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         self, distribution: Distribution, batch: PolicyBatch, ent_coef: float, clip_range: float | None = None
     ) -> tuple[th.Tensor, th.Tensor]:
         """
-        The objective ``L = mean(ratio * advantage) + ent_coef * mean(entropy)`` and the mean entropy; with
-        ``clip_range``, PPO's clipped surrogate ``mean(min(ratio * advantage, clip(ratio, 1 - clip_range, 1 +
-        clip_range) * advantage))`` in place of ``mean(ratio * advantage)``.
+        The objective ``L = mean(ratio * advantage) + ent_coef * H - max(0, floor - H)`` (``H`` the mean entropy,
+        ``floor`` the ``entropy_floor`` in nats) and ``H``; with ``clip_range``, PPO's clipped surrogate
+        ``mean(min(ratio * advantage, clip(ratio, 1 - clip_range, 1 + clip_range) * advantage))`` in place of
+        ``mean(ratio * advantage)``.
         """
         log_prob = distribution.log_prob(batch.actions)
         # ratio between old and new policy, should be one at the first iteration
@@ -420,7 +429,10 @@ class TRPOPlus(OnPolicyAlgorithm):
         if clip_range is not None:
             surrogate = th.min(surrogate, batch.advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range))
         entropy = self._entropy(distribution, log_prob)
-        return surrogate.mean() + ent_coef * entropy, entropy
+        objective = surrogate.mean() + ent_coef * entropy
+        if self._entropy_floor_nats > 0:
+            objective = objective - th.clamp(self._entropy_floor_nats - entropy, min=0.0)
+        return objective, entropy
 
     def _distribution(self, batch: PolicyBatch) -> tuple[Distribution, th.Tensor | None]:
         """
@@ -466,7 +478,7 @@ class TRPOPlus(OnPolicyAlgorithm):
         kl_used: float = 0.0,
     ) -> UpdateDiagnostics:
         """
-        One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * mean(entropy)``: gradient,
+        One trust-region step on ``L(theta) = mean(ratio * advantage) + ent_coef * H - max(0, floor - H)``: gradient,
         natural-gradient direction (conjugate gradient with the Fisher-vector product), full step, backtracking line
         search on the same ``L``. Every stage that cannot go on ends the update with its failure reason.
 

@@ -71,6 +71,7 @@ def test_docs_build(tmp_path):
         "target_kl",
         "ent_coef_decay",
         "min_ent_coef",
+        "entropy_floor",
         "cg_sub_sampling_factor",
         "critic_kl_fraction",
         "actor_trains_features",

@@ -58,6 +58,7 @@ def test_signature_extends_sb3_contrib():
         ent_coef=0.0,
         ent_coef_decay=1.0,
         min_ent_coef=0.0,
+        entropy_floor=0.0,
         cg_sub_sampling_factor=1,
         critic_kl_fraction=0.0,
         actor_trains_features=True,

@@ -157,6 +157,9 @@ BAD_ARGUMENTS = [
     dict(actor_trains_features="no"),
     dict(stats_window_size=0),
     dict(min_ent_coef=0.5),  # above the checkpoint's ent_coef
+    dict(entropy_floor=1.0),
+    dict(entropy_floor=-0.1),
+    dict(entropy_floor=math.nan),
 ]
 
 
@@ -730,3 +733,9 @@ def test_rollout_wrapper_is_built_once_per_environment(monkeypatch, tmp_path):
     model.set_env(other)
     model.learn(32, reset_num_timesteps=False)
     assert len(built) == 2 and built[-1] is other
+
+
+def test_entropy_floor_needs_discrete_actions():
+    with pytest.raises(ValueError, match=r"entropy_floor \(0.2\) needs a discrete action space"):
+        TRPOPlus("MlpPolicy", "Pendulum-v1", entropy_floor=0.2, **SMALL)
+    TRPOPlus("MlpPolicy", "Pendulum-v1", entropy_floor=0.0, **SMALL)  # (no floor: any space)

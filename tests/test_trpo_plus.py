@@ -526,3 +526,63 @@ def test_custom_policy_actor_params_from_structure():
     model.train()
     assert model.last_update.line_search_success
     assert model.policy.value_temperature.item() != before
+
+
+def test_entropy_floor_objective_exact():
+    """L = mean(ratio * A) + c * H - max(0, floor - H), H the mean entropy, floor a fraction of log(n_actions)."""
+    from sb3_trpo_plus.rollout import PolicyBatch
+
+    model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.1, entropy_floor=0.9, **SMALL)
+    assert model._entropy_floor_nats == pytest.approx(0.9 * math.log(2))
+    probs = th.tensor([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
+    distribution = model.policy.action_dist.proba_distribution(action_logits=probs.log())
+    actions = th.tensor([0, 1, 1])
+    old_log_prob = th.tensor([0.8, 0.5, 0.5]).log()
+    advantages = th.tensor([1.0, -2.0, 0.5])
+    batch = PolicyBatch(obs=None, actions=actions, old_log_prob=old_log_prob, advantages=advantages)
+    objective, entropy = model._objective(distribution, batch, ent_coef=0.1)
+    ratios = np.array([0.9 / 0.8, 0.5 / 0.5, 0.8 / 0.5])
+    entropies = [-sum(p * math.log(p) for p in row) for row in ([0.9, 0.1], [0.5, 0.5], [0.2, 0.8])]
+    mean_entropy = float(np.mean(entropies))  # 0.5472, under the floor 0.6238
+    expected = float(np.mean(ratios * np.array([1.0, -2.0, 0.5]))) + 0.1 * mean_entropy - (0.9 * math.log(2) - mean_entropy)
+    assert entropy.item() == pytest.approx(mean_entropy, rel=1e-6)
+    assert objective.item() == pytest.approx(expected, abs=1e-6)
+    # Above the floor the term is 0: the objective is the one without a floor
+    model._entropy_floor_nats = 0.3
+    objective, _ = model._objective(distribution, batch, ent_coef=0.1)
+    assert objective.item() == pytest.approx(expected + (0.9 * math.log(2) - mean_entropy), abs=1e-6)
+
+
+class AlwaysAction0(gym.Env):
+    """One-step episodes whose reward is 1 for action 0 and 0 for action 1: the policy is pulled to determinism."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), float(action == 0), True, False, {}
+
+
+@pytest.mark.parametrize("entropy_floor", [0.0, 0.5])
+def test_entropy_floor_holds_the_entropy(entropy_floor):
+    """
+    The same runs with and without a floor. Without one the policy goes deterministic and the line search then fails
+    update after update (the collapse); with one the entropy stays at the floor (where this one-state task's
+    objective has its maximum, so a search that finds nothing better there is honest).
+    """
+    model = TRPOPlus(
+        "MlpPolicy", AlwaysAction0(), seed=0, target_kl=0.05, entropy_floor=entropy_floor, normalize_advantage=False, **SMALL
+    )
+    recorder = RecordUpdates()
+    model.learn(30 * 64, callback=recorder)
+    entropies = [update.entropy for update in recorder.updates]
+    floor = 0.5 * math.log(2)
+    if entropy_floor == 0:
+        assert entropies[-1] < 0.01 and not recorder.updates[-1].line_search_success
+    else:
+        assert min(entropies) > floor - 0.06
+        assert max(entropies[5:]) < floor + 0.06
