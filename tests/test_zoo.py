@@ -26,6 +26,7 @@ from sb3_trpo_plus.torch_layers import MinAtarCNN, MinAtarCnnPolicy  # noqa: E40
 from sb3_trpo_plus.zoo import (  # noqa: E402
     ALGO_NAME,
     HYPERPARAMS_PATH,
+    _lin_schedules,
     convert_trpo_plus_params,
     register_minatar_envs,
     sample_trpo_plus_params,
@@ -450,13 +451,17 @@ def test_optimize(tmp_path):
 def test_minatar_breakout(tmp_path):
     pytest.importorskip("minatar")
     env_id = "MinAtar/Breakout-v1"
-    command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", env_id, "-n", "1024", *TRAIN_FLAGS]
+    # two rollouts of 8 x 128 steps: the entry's radius (lin_0.04) is 0.02 at the first update and 0 at the second,
+    # which the schedule's end skips
+    command = [PYTHON, "-m", "rl_zoo3.train", "--algo", ALGO_NAME, "--env", env_id, "-n", "2048", *TRAIN_FLAGS]
     run(command, tmp_path)
     model = TRPOPlus.load(saved_model(tmp_path / "logs", env_id), device="cpu")
     assert isinstance(model.policy, MinAtarCnnPolicy)
     assert isinstance(model.policy.features_extractor, MinAtarCNN)
     assert model.n_envs == HYPERPARAMS[env_id]["n_envs"]
-    assert model.last_update is not None and model.last_update.n_updates == 1
+    assert model.entropy_floor == HYPERPARAMS[env_id]["entropy_floor"]
+    assert model.last_update is not None and model.last_update.n_updates == 2
+    assert model.last_update.failure_reason == "closed_trust_region"
 
 
 # --- sampler, YAML file, MinAtar network (in process) ----------------------------------------------------------
@@ -489,6 +494,7 @@ ZOO_KEYS = {"n_envs", "n_timesteps", "normalize", "env_wrapper", "frame_stack", 
 
 @pytest.mark.parametrize("entry", sorted(HYPERPARAMS))
 def test_yaml_entries(entry):
+    from rl_zoo3.exp_manager import ExperimentManager
     from rl_zoo3.utils import get_callback_list, get_class_by_name, get_wrapper_class
 
     hyperparams = dict(HYPERPARAMS[entry])
@@ -502,8 +508,10 @@ def test_yaml_entries(entry):
     get_wrapper_class(hyperparams)
     for callback in get_callback_list(hyperparams):
         assert isinstance(callback, AdaptiveTrustRegionCallback)
-    # Argument checks of TRPOPlus (without an environment)
-    kwargs = {key: value for key, value in hyperparams.items() if key in algorithm_arguments and key != "policy"}
+    # Argument checks of TRPOPlus (without an environment), on the values the zoo passes: `lin_` schedules converted
+    # as TRPOPlusExperimentManager converts them (a bad schedule string fails here)
+    converted = ExperimentManager._preprocess_schedules(_lin_schedules(hyperparams))
+    kwargs = {key: value for key, value in converted.items() if key in algorithm_arguments and key != "policy"}
     TRPOPlus("MlpPolicy", None, _init_setup_model=False, **kwargs)
 
 
