@@ -136,6 +136,10 @@ TRAINING_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
     "ent_coef": (lambda value: value >= 0, "a finite number >= 0, or a schedule whose value at progress 1 is one"),
     "ent_coef_decay": (lambda value: 0 < value <= 1, "a finite number in (0, 1] (1 disables the decay)"),
     "min_ent_coef": (lambda value: value >= 0, "a finite number >= 0"),
+    "entropy_floor": (
+        lambda value: 0 <= value < 1,
+        "a number in [0, 1) (a fraction of the uniform policy's entropy; 0: no floor)",
+    ),
 }
 
 
@@ -172,9 +176,12 @@ def check_min_ent_coef(ent_coef: Any, min_ent_coef: Any, changed: str = "min_ent
 
 def check_setting_pair(model: Any, name: str, value: Any) -> None:
     """
-    The rule between two settings, checked when one of them is assigned to a model that holds the other: the floor
-    ``min_ent_coef`` is not above the initial ``ent_coef`` (a model that breaks it could be saved but not loaded).
+    The rules between a setting and the model's other values, checked when the setting is assigned: the floor
+    ``min_ent_coef`` is not above the initial ``ent_coef`` (a model that breaks it could be saved but not loaded), and
+    an ``entropy_floor`` above 0 needs a discrete action space (:func:`entropy_floor_nats`).
     """
+    if name == "entropy_floor" and getattr(model, "action_space", None) is not None:
+        entropy_floor_nats(model.action_space, value)
     partner = {"ent_coef": "min_ent_coef", "min_ent_coef": "ent_coef"}.get(name)
     if partner is None or f"_{partner}" not in model.__dict__:
         return
@@ -244,6 +251,7 @@ def check_arguments(
         ("ent_coef", ent_coef),
         ("ent_coef_decay", ent_coef_decay),
         ("min_ent_coef", min_ent_coef),
+        ("entropy_floor", entropy_floor),
     ):
         check_setting(name, value)
     if not (is_finite_real(line_search_shrinking_factor) and 0 < line_search_shrinking_factor < 1):
@@ -260,11 +268,6 @@ def check_arguments(
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     check_min_ent_coef(ent_coef, min_ent_coef)
-    if not (is_finite_real(entropy_floor) and 0 <= entropy_floor < 1):
-        raise ValueError(
-            f"entropy_floor must be a number in [0, 1) (a fraction of the uniform policy's entropy; 0: no floor), "
-            f"got {entropy_floor!r}"
-        )
     if not isinstance(actor_trains_features, (bool, np.bool_)):
         raise ValueError(f"actor_trains_features must be True or False, got {actor_trains_features!r}")
     if not (is_finite_real(critic_kl_fraction) and 0 <= critic_kl_fraction < 1):

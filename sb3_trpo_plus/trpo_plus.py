@@ -149,6 +149,7 @@ class TRPOPlus(OnPolicyAlgorithm):
     initial_cg_damping = arguments.CheckedSetting(default_from="cg_damping")
     ent_coef_decay = arguments.CheckedSetting()
     min_ent_coef = arguments.CheckedSetting()
+    entropy_floor = arguments.CheckedSetting()
 
     @arguments.pointing_to_new_names
     def __init__(
@@ -275,8 +276,6 @@ class TRPOPlus(OnPolicyAlgorithm):
         if "_initial_cg_damping" not in self.__dict__:
             self.initial_cg_damping = self.cg_damping
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
-        # (in nats on this action space: a ValueError for a floor on a Box space)
-        self._entropy_floor_nats = arguments.entropy_floor_nats(self.action_space, self.entropy_floor)
         if any(isinstance(module, nn.Conv2d) for module in self.policy.modules()):
             # channels_last halves the cost of the convolutions' backward pass on CPU (one per Fisher-vector
             # product): measured 0.28 s -> 0.14 s for NatureCNN on 512 frames, 1 thread
@@ -430,8 +429,9 @@ class TRPOPlus(OnPolicyAlgorithm):
             surrogate = th.min(surrogate, batch.advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range))
         entropy = self._entropy(distribution, log_prob)
         objective = surrogate.mean() + ent_coef * entropy
-        if self._entropy_floor_nats > 0:
-            objective = objective - th.clamp(self._entropy_floor_nats - entropy, min=0.0)
+        floor = arguments.entropy_floor_nats(self.action_space, self.entropy_floor)
+        if floor > 0:
+            objective = objective - th.clamp(floor - entropy, min=0.0)
         return objective, entropy
 
     def _distribution(self, batch: PolicyBatch) -> tuple[Distribution, th.Tensor | None]:
@@ -632,8 +632,9 @@ class TRPOPlus(OnPolicyAlgorithm):
     def _combined_loss(self, minibatch: PolicyBatch, returns: th.Tensor, ent_coef: float) -> tuple[th.Tensor, th.Tensor]:
         """
         PPO's combined loss on one minibatch, one pass of the shared extractor for both heads: ``value_loss -
-        critic_policy_coef * objective``, the objective (with ``ent_coef``, clipped with ``critic_policy_clip_range``)
-        through the actor's head, which gets no gradient from it (the critic leaves the actor's parameters alone).
+        critic_policy_coef * objective``, the objective (with ``ent_coef`` and the ``entropy_floor`` term, clipped with
+        ``critic_policy_clip_range``) through the actor's head, which gets no gradient from it (the critic leaves the
+        actor's parameters alone).
 
         :return: the value loss and the combined loss
         """

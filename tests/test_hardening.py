@@ -96,6 +96,9 @@ BAD_SETTINGS = [
     ("min_ent_coef", -1.0),
     ("initial_target_kl", math.nan),
     ("initial_cg_damping", -1.0),
+    ("entropy_floor", 1.0),
+    ("entropy_floor", math.nan),
+    ("entropy_floor", -0.1),
 ]
 
 
@@ -503,10 +506,14 @@ ALLOWED = {
     (value if not callable(value) else value(1.0)) >= 0,
     "ent_coef_decay": lambda value: _finite_real(value) and 0 < value <= 1,
     "line_search_shrinking_factor": lambda value: _finite_real(value) and 0 < value < 1,
+    "entropy_floor": lambda value: _finite_real(value) and 0 <= value < 1,
 }  # fmt: skip
-WRITABLE = ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_coef", "initial_target_kl", "initial_cg_damping")
+WRITABLE = (
+    "target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "min_ent_coef", "initial_target_kl", "initial_cg_damping",
+    "entropy_floor",
+)  # fmt: skip
 ALLOWED_WRITES = {
-    **{name: ALLOWED[name] for name in ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay")},
+    **{name: ALLOWED[name] for name in ("target_kl", "cg_damping", "ent_coef", "ent_coef_decay", "entropy_floor")},
     "min_ent_coef": ALLOWED["cg_damping"],
     "initial_target_kl": lambda value: _finite_real(value) and value > 0,
     "initial_cg_damping": ALLOWED["cg_damping"],
@@ -738,4 +745,7 @@ def test_rollout_wrapper_is_built_once_per_environment(monkeypatch, tmp_path):
 def test_entropy_floor_needs_discrete_actions():
     with pytest.raises(ValueError, match=r"entropy_floor \(0.2\) needs a discrete action space"):
         TRPOPlus("MlpPolicy", "Pendulum-v1", entropy_floor=0.2, **SMALL)
-    TRPOPlus("MlpPolicy", "Pendulum-v1", entropy_floor=0.0, **SMALL)  # (no floor: any space)
+    model = TRPOPlus("MlpPolicy", "Pendulum-v1", entropy_floor=0.0, **SMALL)  # (no floor: any space)
+    with pytest.raises(ValueError, match=r"entropy_floor \(0.2\) needs a discrete action space"):
+        model.entropy_floor = 0.2  # (nor when assigned later)
+    assert model.entropy_floor == 0.0

@@ -533,7 +533,6 @@ def test_entropy_floor_objective_exact():
     from sb3_trpo_plus.rollout import PolicyBatch
 
     model = TRPOPlus("MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.1, entropy_floor=0.9, **SMALL)
-    assert model._entropy_floor_nats == pytest.approx(0.9 * math.log(2))
     probs = th.tensor([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
     distribution = model.policy.action_dist.proba_distribution(action_logits=probs.log())
     actions = th.tensor([0, 1, 1])
@@ -547,8 +546,9 @@ def test_entropy_floor_objective_exact():
     expected = float(np.mean(ratios * np.array([1.0, -2.0, 0.5]))) + 0.1 * mean_entropy - (0.9 * math.log(2) - mean_entropy)
     assert entropy.item() == pytest.approx(mean_entropy, rel=1e-6)
     assert objective.item() == pytest.approx(expected, abs=1e-6)
-    # Above the floor the term is 0: the objective is the one without a floor
-    model._entropy_floor_nats = 0.3
+    # Above the floor the term is 0: the objective is the one without a floor (a floor assigned after construction,
+    # as a callback would, is the one the next objective uses)
+    model.entropy_floor = 0.3 / math.log(2)
     objective, _ = model._objective(distribution, batch, ent_coef=0.1)
     assert objective.item() == pytest.approx(expected + (0.9 * math.log(2) - mean_entropy), abs=1e-6)
 
