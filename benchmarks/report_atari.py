@@ -562,7 +562,7 @@ ATARI_MEASUREMENTS = {
     "schedule": Measurement(
         "atari_v3",
         "atari5_v3",
-        Entry("trpo_plus", "TRPOPlus + radius schedule", "tab:green"),
+        Entry("trpo_plus", "TRPOPlus + radius schedule", "tab:red"),
         "the radius schedule",
         "radius schedule, third measurement",
         beside=("floor",),

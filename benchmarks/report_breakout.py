@@ -121,7 +121,8 @@ def differences_from_entry(record: dict[str, Any]) -> str:
     run recorded before an entry changed, or with ``--params``, says so.
     """
     entry, _ = load_hyperparams(record["algo"], record["env_id"])
-    used = record.get("hyperparams") or {}
+    # ``callback: []`` (``--params "callback:[]"`` takes the entry's callback away) is a run without a callback
+    used = {key: value for key, value in (record.get("hyperparams") or {}).items() if (key, value) != ("callback", [])}
     changed = [
         f"{key}: {json.dumps(used.get(key))} (entry: {json.dumps(entry.get(key))})"
         for key in sorted(set(entry) | set(used))

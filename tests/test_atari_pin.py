@@ -28,15 +28,19 @@ import numpy as np
 import pytest
 import torch as th
 import yaml
+from rl_zoo3.exp_manager import ExperimentManager
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_trpo_plus import TRPOPlus
-from sb3_trpo_plus.zoo import HYPERPARAMS_PATH
+from sb3_trpo_plus.zoo import HYPERPARAMS_PATH, _lin_schedules
 
 PIN_PATH = Path(__file__).parent / "data" / "atari_update_pin.json"
 #: Keys of the entry that describe the environment or the run, not the update
 NOT_THE_UPDATE = ("env_wrapper", "frame_stack", "policy", "n_envs", "n_timesteps", "normalize", "callback")
 SMALL_ROLLOUT = {"n_steps": 32, "batch_size": 32}
+#: Four rollouts of 2 environments x 32 steps: the run's budget, which a ``lin_`` schedule follows
+BUDGET = 4 * 2 * 32
 
 
 class Frames(gym.Env):
@@ -74,10 +78,32 @@ WELL_CONDITIONED = {"cg_damping": 0.5}
 TOLERANCE = 5e-5
 
 
+class TwoUpdates(BaseCallback):
+    """After each update, its diagnostics and per parameter the sum and the sum of squares; stops after the second."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollouts, self.updates = 0, []
+
+    def _on_rollout_start(self) -> None:  # the previous rollout's update has run
+        self.rollouts += 1
+        if self.rollouts > 1:
+            update = {key: self.model.last_update.__dict__[key] for key in ("line_search_success", "step_fraction", "kl")}
+            update["parameters"] = {
+                name: [float(p.detach().double().sum()), float(p.detach().double().square().sum())]
+                for name, p in self.model.policy.named_parameters()
+            }
+            self.updates.append(update)
+
+    def _on_step(self) -> bool:
+        return len(self.updates) < 2
+
+
 def two_updates(**changes: Any) -> dict[str, Any]:
     """
-    Two updates of the entry from seed 0, on one torch thread; after each, its diagnostics and per parameter the sum
-    and the sum of squares. ``changes`` replace algorithm arguments (to show what the pin catches).
+    Two updates of the entry from seed 0, on one torch thread, in a run of four rollouts (``BUDGET``): a ``lin_``
+    schedule stands at 3/4 and 1/2 of its start. ``changes`` replace algorithm arguments (to show what the pin
+    catches). The entry's ``lin_`` strings become schedules as the zoo reads them.
     """
     threads = th.get_num_threads()
     th.set_num_threads(1)
@@ -86,21 +112,15 @@ def two_updates(**changes: Any) -> dict[str, Any]:
         env = DummyVecEnv([lambda i=i: Frames() for i in range(2)])
         env.seed(0)
         env = VecNormalize(VecFrameStack(env, 4), norm_obs=False, norm_reward=True)
-        model = TRPOPlus("CnnPolicy", env, seed=0, **{**atari_entry_update_args(), **WELL_CONDITIONED, **changes})
+        args = ExperimentManager._preprocess_schedules(_lin_schedules(atari_entry_update_args()))
+        model = TRPOPlus("CnnPolicy", env, seed=0, **{**args, **WELL_CONDITIONED, **changes})
         with th.no_grad():  # SB3's action head starts near uniform, where the entropy has no gradient: not here
             model.policy.action_net.weight.mul_(ACTION_HEAD_SCALE)
-        updates = []
-        for _ in range(2):
-            model.learn(64, reset_num_timesteps=False)
-            update = {key: model.last_update.__dict__[key] for key in ("line_search_success", "step_fraction", "kl")}
-            update["parameters"] = {
-                name: [float(p.detach().double().sum()), float(p.detach().double().square().sum())]
-                for name, p in model.policy.named_parameters()
-            }
-            updates.append(update)
+        recorder = TwoUpdates()
+        model.learn(BUDGET, callback=recorder)
     finally:
         th.set_num_threads(threads)
-    return {"entry": atari_entry_update_args(), "updates": updates}
+    return {"entry": atari_entry_update_args(), "updates": recorder.updates}
 
 
 def differences(now: dict[str, Any], pinned: dict[str, Any]) -> list[str]:
@@ -135,10 +155,8 @@ def test_atari_entry_update_is_pinned():
 
 def test_the_pin_sees_a_changed_entry():
     pinned = json.loads(PIN_PATH.read_text())
-    changed = {**pinned, "entry": {**pinned["entry"], "target_kl": pinned["entry"]["target_kl"] * 1.1}}
-    assert differences(changed, pinned) == [
-        f"entry: target_kl {changed['entry']['target_kl']} != {pinned['entry']['target_kl']}"
-    ]
+    changed = {**pinned, "entry": {**pinned["entry"], "target_kl": "lin_0.088"}}
+    assert differences(changed, pinned) == [f"entry: target_kl lin_0.088 != {pinned['entry']['target_kl']}"]
 
 
 @pytest.mark.parametrize("argument", ["cg_damping", "critic_policy_coef", "ent_coef"])
@@ -147,6 +165,11 @@ def test_the_pin_sees_a_small_change(argument):
     value = {**atari_entry_update_args(), **WELL_CONDITIONED}[argument]
     changed = two_updates(**{argument: value * 1.1})
     assert differences(changed, json.loads(PIN_PATH.read_text())) != []
+
+
+def test_the_pin_sees_the_radius_schedule():
+    """The entry's radius follows the run (``lin_0.08``): the same radius held constant gives other updates."""
+    assert differences(two_updates(target_kl=0.08), json.loads(PIN_PATH.read_text())) != []
 
 
 if __name__ == "__main__":

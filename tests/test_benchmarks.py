@@ -328,6 +328,10 @@ def test_breakout_record_differences_from_entry():
     entry, _ = load_hyperparams("trpo_plus", "BreakoutNoFrameskip-v4")
     record = {"algo": "trpo_plus", "env_id": "BreakoutNoFrameskip-v4", "hyperparams": {**entry, "n_timesteps": 1e6}}
     assert report_breakout.differences_from_entry(record) == "none"
+    record["hyperparams"] = {**entry, "n_timesteps": 1e6, "callback": []}  # no callback, as the entry
+    assert report_breakout.differences_from_entry(record) == "none"
+    record["hyperparams"] = {**entry, "callback": ["sb3_trpo_plus.callbacks.AdaptiveTrustRegionCallback"]}
+    assert report_breakout.differences_from_entry(record).startswith("callback: ")
     record["hyperparams"] = {**entry, "n_steps": entry["n_steps"] * 2, "extra_key": 1}
     assert report_breakout.differences_from_entry(record) == (
         f"extra_key: 1 (entry: null); n_steps: {entry['n_steps'] * 2} (entry: {entry['n_steps']})"
