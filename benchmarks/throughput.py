@@ -68,6 +68,8 @@ ENVS: dict[str, dict[str, Any]] = {
     "hopper": {"env_id": "Hopper-v5", "policy": "MlpPolicy", "rollout": {}},
 }
 ALGO_CLASSES = {"trpo_plus": TRPOPlus, "trpo": TRPO, "ppo": PPO}
+#: The budget of a measured run, stopped after its timed updates: a ``lin_`` schedule stays at its start meanwhile
+SCHEDULE_BUDGET = 10**9
 #: YAML keys that describe the environment, taken from PPO's entry for an algorithm without an entry of its own
 ENV_KEYS = ("n_envs", "n_steps", "env_wrapper", "frame_stack", "policy")
 
@@ -98,7 +100,7 @@ def build(algo: str, spec: dict[str, Any], args: argparse.Namespace, log_folder:
         hyperparams,
         seed=args.seed,
         log_folder=log_folder,
-        n_timesteps=10**9,
+        n_timesteps=SCHEDULE_BUDGET,
         device=args.device,
         model_class=model_class,
     )
@@ -106,10 +108,15 @@ def build(algo: str, spec: dict[str, Any], args: argparse.Namespace, log_folder:
 
 
 class UpdateTimer(BaseCallback):
-    """Timestamps of each rollout's start and end, and of the end of training: rollout and update times."""
+    """
+    Timestamps of each rollout's start and end, and of the end of training: rollout and update times. With
+    ``updates``, it stops the run at the start of the rollout after that many updates, so that a run's budget, which a
+    ``lin_`` schedule follows, can be longer than the updates timed.
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, updates: int | None = None) -> None:
         super().__init__()
+        self.updates = updates
         self.rollout_starts: list[float] = []
         self.rollout_ends: list[float] = []
         self.training_end = float("nan")
@@ -121,7 +128,7 @@ class UpdateTimer(BaseCallback):
         self.rollout_ends.append(time.perf_counter())
 
     def _on_step(self) -> bool:
-        return True
+        return self.updates is None or len(self.rollout_starts) <= self.updates
 
     def _on_training_end(self) -> None:
         self.training_end = time.perf_counter()
@@ -255,14 +262,14 @@ def _measure(
         timing = trpo_plus_phase_timing(model)
     elif isinstance(model, TimedTRPO):
         timing = trpo_phase_timing(model)
-    timer = UpdateTimer()
+    timer = UpdateTimer(warmup + updates)
     steps_per_update = model.n_envs * model.n_steps
     print(
         f"[{spec['env_id']}] {ALGO_LABELS[algo]}: {warmup} warm-up + {updates} timed updates of {steps_per_update} steps",
         flush=True,
     )
-    with timing:
-        model.learn(total_timesteps=(warmup + updates) * steps_per_update, callback=[*callbacks, timer])
+    with timing:  # timed as updates early in a long run: a schedule (the atari entry's target_kl) near its start
+        model.learn(total_timesteps=SCHEDULE_BUDGET, callback=[*callbacks, timer])
     rollouts, trains = timer.durations()
     rollouts, trains = rollouts[warmup:], trains[warmup:]
     steps = steps_per_update * len(rollouts)
@@ -345,7 +352,7 @@ def measure_rollout_only(spec: dict[str, Any], rollouts: int, warmup: int, args:
 
 
 def _measure_rollouts(model: Any, env: VecEnv, rollouts: int, warmup: int, spec: dict[str, Any]) -> dict[str, Any]:
-    _, callback = model._setup_learn(total_timesteps=10**9, callback=None)
+    _, callback = model._setup_learn(total_timesteps=SCHEDULE_BUDGET, callback=None)
     callback.on_training_start(locals(), globals())
     times = []
     for _ in range(warmup + rollouts):
