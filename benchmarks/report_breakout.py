@@ -181,26 +181,40 @@ def _breakout_late_check(by_algo: dict[str, list[dict[str, Any]]]) -> str:
     )
 
 
-def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_dir: Path) -> str:
+def is_todays_entry(record: dict[str, Any]) -> bool:
+    """A run of its algorithm's ``atari`` entry as it is in this commit: no variant's (a later Atari-5 measurement's
+    Breakout runs count, once its values are the entry's), the entry's values, the full budget."""
+    later = {measurement.breakout_mark for measurement in ATARI_MEASUREMENTS.values()}
+    return (
+        record.get("variant") in (None, *later)
+        and record["n_timesteps"] == BREAKOUT_BUDGET
+        and differences_from_entry(record) == "none"
+    )
+
+
+def is_first_entry(record: dict[str, Any]) -> bool:
+    """A run of the first measurement's entries (``atari/breakout/``, no variant) at the full budget."""
+    return "variant" not in record and record["n_timesteps"] == BREAKOUT_BUDGET
+
+
+#: Section 4's comparisons: which runs each holds, its template block, its figure
+BREAKOUT_COMPARISONS = {
+    "today": (is_todays_entry, "breakout.comparison", "breakout_entries_curves.png"),
+    "first": (is_first_entry, "breakout.comparison.first", "breakout_first_entry_curves.png"),
+}
+
+
+def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_dir: Path, which: str = "today") -> str:
     """
-    TRPOPlus's ``atari`` entry against PPO's over seeds: the runs of each entry as it is in this commit, at the full
-    budget (variants and runs of an older entry are left out); IQM and mean with 95% bootstrap intervals, the
+    TRPOPlus's ``atari`` entry against PPO's over seeds (``which``: the runs of each entry as it is in this commit,
+    or of the first measurement's entries), at the full budget; IQM and mean with 95% bootstrap intervals, the
     learning curves with bands, and the verdict once both have ``BREAKOUT_MIN_SEEDS`` seeds.
     """
-    by_algo = {
-        algo: [
-            r
-            for r in records
-            if r["algo"] == algo
-            and "variant" not in r
-            and r["n_timesteps"] == BREAKOUT_BUDGET
-            and differences_from_entry(r) == "none"
-        ]
-        for algo in BREAKOUT_ALGOS
-    }
+    selected, block, image_name = BREAKOUT_COMPARISONS[which]
+    by_algo = {algo: [r for r in records if r["algo"] == algo and selected(r)] for algo in BREAKOUT_ALGOS}
     by_algo = {algo: sorted(runs, key=lambda r: r["seed"]) for algo, runs in by_algo.items() if runs}
     if not by_algo:
-        return fill("breakout.comparison.none", budget=BREAKOUT_BUDGET)
+        return fill("breakout.comparison.none", budget=BREAKOUT_BUDGET) if which == "today" else ""
     # The same seeds for both entries: once they share one, a run whose seed the other entry has not finished waits
     # for its pair (left out of the estimates, listed after the verdict)
     paired = set.intersection(*({r["seed"] for r in by_algo.get(algo, [])} for algo in BREAKOUT_ALGOS))
@@ -209,7 +223,7 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
         unpaired = [r for runs in by_algo.values() for r in runs if r["seed"] not in paired]
         by_algo = {algo: [r for r in runs if r["seed"] in paired] for algo, runs in by_algo.items()}
     estimates = interval_estimates({algo: np.array([r["final"]["mean"] for r in runs]) for algo, runs in by_algo.items()})
-    image = images_dir / "breakout_entries_curves.png"
+    image = images_dir / image_name
     plot_curves("BreakoutNoFrameskip-v4", by_algo, image)
     rows = (
         {
@@ -240,7 +254,7 @@ def breakout_comparison(records: list[dict[str, Any]], images_dir: Path, docs_di
         ", ",
     )
     return fill(
-        "breakout.comparison",
+        block,
         budget=BREAKOUT_BUDGET,
         bootstrap_reps=BOOTSTRAP_REPS,
         bootstrap_seed=BOOTSTRAP_SEED,
@@ -268,8 +282,11 @@ def breakout_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str
         {"label": f"{r['algo_label']} seed {r['seed']}", "machine": machine_text(r.get("machine"), "when the run ended")}
         for r in records
     )
+    # the first measurement's TRPOPlus runs, once the entry has changed, in a comparison of their own
+    first_changed = any(r["algo"] == "trpo_plus" and is_first_entry(r) and not is_todays_entry(r) for r in records)
     parts = [
         breakout_comparison(records, images_dir, docs_dir),
+        breakout_comparison(records, images_dir, docs_dir, "first") if first_changed else "",
         fill(
             "breakout",
             rows=fill_each("breakout.row", map(breakout_row, records)),

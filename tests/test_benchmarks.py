@@ -85,7 +85,11 @@ def test_throughput_phase_timing_critic_kl_fraction(tmp_path):
     argv += ["--breakout-n-steps", "8", "--breakout-n-envs", "2", "--phase-timing", "--threads", "1"]
     argv += ["--params", "policy_kwargs:dict(share_features_extractor=True)", "critic_kl_fraction:0.5"]
     result = throughput.main([*argv, "--out", str(tmp_path / "throughput.json")])
-    phases = result["envs"]["breakout"]["algos"]["trpo_plus"]["phases"]
+    # the run stops after the updates it times, long before its budget: the atari entry's radius schedule is near
+    # its start in each (at the end of a budget of 2 updates, the second would be closed at radius 0)
+    measured = result["envs"]["breakout"]["algos"]["trpo_plus"]
+    assert measured["timed_updates"] == 2 and measured["phases"]["line_search_iters"] >= 1
+    phases = measured["phases"]
     parts = ["actor_params", "gradient", "fvp_setup", "cg", "curvature", "line_search", "critic", "critic_kl_check"]
     assert all(phases[part] >= 0 for part in parts), phases
     assert sum(phases[part] for part in parts) <= phases["total"] + 1e-6
@@ -792,6 +796,40 @@ def test_breakout_comparison(tmp_path, monkeypatch):
     assert "IQM over the same seeds: TRPOPlus 19.0 [18.0, 20.0], PPO 9.0 [8.0, 10.0]: 2.11x; the intervals do not" in text
     worse = [run("trpo_plus", seed, 5.0) for seed in range(3)] + records[:3]
     assert "**missed**" in report_breakout.breakout_comparison(worse, tmp_path, tmp_path)
+
+
+def test_breakout_comparison_of_the_entry_now_and_the_first(tmp_path, monkeypatch):
+    # Once the entry changed: today's comparison holds the later measurement's runs that are of the entry now, and the
+    # first measurement's runs (of the entry before) get a table of their own
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 500)
+    entries = {algo: load_hyperparams(algo, "BreakoutNoFrameskip-v4")[0] for algo in report_breakout.BREAKOUT_ALGOS}
+    schedule = report_atari.ATARI_MEASUREMENTS["schedule"].breakout_mark
+
+    def run(algo, seed, score, variant=None, **changes):
+        budget = report_breakout.BREAKOUT_BUDGET
+        record = {
+            "algo": algo,
+            "env_id": "BreakoutNoFrameskip-v4",
+            "seed": seed,
+            "n_timesteps": budget,
+            "hyperparams": {**entries[algo], **changes},
+            "final": {"mean": score},
+            "curve": {"timesteps": [0, budget], "mean": [0.0, score]},
+            "evaluation": {"episodes": 5},
+        }
+        return {**record, "variant": variant} if variant else record
+
+    ppo = [run("ppo", seed, 10.0 + seed) for seed in range(3)]
+    first = [run("trpo_plus", seed, 30.0 + seed, target_kl=0.08) for seed in range(3)]
+    now = [run("trpo_plus", seed, 50.0 + seed, schedule, callback=[]) for seed in range(3)]
+    floor = [run("trpo_plus", seed, 70.0 + seed, "entropy floor 0.3", entropy_floor=0.3) for seed in range(3)]
+    records = ppo + first + now + floor
+    today = report_breakout.breakout_comparison(records, tmp_path, tmp_path)
+    assert "| TRPOPlus | 3 | 0: 50.0, 1: 51.0, 2: 52.0 |" in today and "30.0" not in today and "70.0" not in today
+    earlier = report_breakout.breakout_comparison(records, tmp_path, tmp_path, "first")
+    assert earlier.startswith("### The first `atari` entry")
+    assert "| TRPOPlus | 3 | 0: 30.0, 1: 31.0, 2: 32.0 |" in earlier and "| PPO | 3 | 0: 10.0, 1: 11.0, 2: 12.0 |" in earlier
+    assert (tmp_path / "breakout_first_entry_curves.png").is_file()
 
 
 def test_breakout_records_mark_variants_and_the_later_measurements(tmp_path):
