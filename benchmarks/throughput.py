@@ -109,12 +109,12 @@ def build(algo: str, spec: dict[str, Any], args: argparse.Namespace, log_folder:
 
 class UpdateTimer(BaseCallback):
     """
-    Timestamps of each rollout's start and end, and of the end of training: rollout and update times. With
-    ``updates``, it stops the run at the start of the rollout after that many updates, so that a run's budget, which a
-    ``lin_`` schedule follows, can be longer than the updates timed.
+    Timestamps of each rollout's start and end: rollout and update times. It stops the run at the start of the
+    rollout after ``updates`` updates, so that a run's budget, which a ``lin_`` schedule follows, can be longer than
+    the updates timed (the end of training closes the last update when the budget ends first).
     """
 
-    def __init__(self, updates: int | None = None) -> None:
+    def __init__(self, updates: int) -> None:
         super().__init__()
         self.updates = updates
         self.rollout_starts: list[float] = []
@@ -128,7 +128,7 @@ class UpdateTimer(BaseCallback):
         self.rollout_ends.append(time.perf_counter())
 
     def _on_step(self) -> bool:
-        return self.updates is None or len(self.rollout_starts) <= self.updates
+        return len(self.rollout_starts) <= self.updates
 
     def _on_training_end(self) -> None:
         self.training_end = time.perf_counter()
