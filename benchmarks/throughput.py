@@ -109,8 +109,8 @@ def build(algo: str, spec: dict[str, Any], args: argparse.Namespace, log_folder:
 
 class UpdateTimer(BaseCallback):
     """
-    Timestamps of each rollout's start and end: rollout and update times. It stops the run at the start of the
-    rollout after ``updates`` updates, so that a run's budget, which a ``lin_`` schedule follows, can be longer than
+    Timestamps of each rollout's start and end: rollout and update times. It stops the run at the first step of
+    the rollout after ``updates`` updates, so that a run's budget, which a ``lin_`` schedule follows, can be longer than
     the updates timed (the end of training closes the last update when the budget ends first).
     """
 
