@@ -19,7 +19,7 @@ One module per section of the page, each read alone:
 - ``report_learning``: 3. learning on classic control and MinAtar/Breakout;
 - ``report_breakout``: 4. Breakout, the ``atari`` entries over seeds, and the entry's tuning candidates;
 - ``report_minatar``: 5. the MinAtar games normalized by PPO (and 5.1, the entry before);
-- ``report_atari``: 6. Atari-5, and 6.1, its second measurement (the entry with an entropy floor);
+- ``report_atari``: 6. Atari-5, and 6.1-6.3, its later measurements (``ATARI_MEASUREMENTS``);
 - ``report_mujoco``: 7. MuJoCo, and the tuning of its entry;
 - shared by them: ``report_common`` (the template, number formats, targets, provenance) and ``report_stats``
   (rliable's seeded intervals, the curves and the performance profile).

@@ -4,8 +4,9 @@ entry was not tuned on (``atari/<game>/<algo>/seed<k>.json``, from ``benchmarks.
 from ``benchmarks.atari_random``): per game, the human-normalized scores and the Atari-5 estimate of the 57-game
 median, the diagnostics at the end of the runs, and the aggregate over the games normalized by PPO
 (``benchmarks/results/atari/atari5_rule.md``); and the later measurements of a changed entry (``ATARI_MEASUREMENTS``:
-6.1 the entropy floor, ``atari_v2/``; 6.2 the radius schedule, ``atari_v3/``), each under its own rule
-(``<folder>/atari5_rule_v<k>.md``) and beside the first entry and PPO's runs.
+6.1 the entropy floor, ``atari_v2/``; 6.2 the radius schedule, ``atari_v3/``; 6.3 the radius schedule with the
+entropy floor, ``atari_v4/``), each under its own rule (``<folder>/atari5_rule_v<k>.md``) and beside the first entry and
+PPO's runs.
 """
 
 import json
@@ -534,8 +535,9 @@ class Measurement(NamedTuple):
     A later Atari-5 measurement of a changed ``atari`` entry: the folder of its records (``<folder>/atari/<game>/
     trpo_plus/``), its template block (heading, what changed, command; also its figures' stem), how the figures draw its
     runs, how sentences name it (``the entry with {name}``), how section 4 marks its Breakout runs, the earlier
-    measurements its per-game table and figures show beside it, and whether its rule reads none of its Atari-5 runs
-    until every game has ``ATARI_MIN_SEEDS`` of them (``sealed``: until then the page gives their number, nothing else).
+    measurements its per-game table and figures show beside it, whether its rule reads none of its Atari-5 runs until
+    every game has ``ATARI_MIN_SEEDS`` of them (``sealed``: until then the page gives their number, nothing else), and
+    the entry its rule's shipping test weighs it against (``baseline``: ``"first"`` or the key of an earlier one).
     """
 
     folder: str
@@ -545,6 +547,7 @@ class Measurement(NamedTuple):
     breakout_mark: str
     beside: tuple[str, ...] = ()
     sealed: bool = False
+    baseline: str = "first"
 
 
 #: A sealed measurement's cells (scores, collapsed runs) in its per-game table until its rule reads its runs
@@ -567,6 +570,16 @@ ATARI_MEASUREMENTS = {
         "radius schedule, third measurement",
         beside=("floor",),
         sealed=True,
+    ),
+    "schedule_floor": Measurement(
+        "atari_v4",
+        "atari5_v4",
+        Entry("trpo_plus", "TRPOPlus + radius schedule + floor 0.3", "tab:brown"),
+        "the floor on the radius schedule",
+        "radius schedule + entropy floor 0.3, fourth measurement",
+        beside=("floor", "schedule"),
+        sealed=True,
+        baseline="schedule",
     ),
 }
 
@@ -595,8 +608,9 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     """
     A later measurement (``ATARI_MEASUREMENTS[key]``) beside the first (and the earlier ones it names). Per game: each
     entry's IQM, and each TRPOPlus entry's runs that collapsed, on the seeds all the entries have. Over the games: the
-    first and the changed entry against PPO as section 6 computes it (on the seeds each shares with PPO), the issue's
-    done tests for the changed entry, and its rule's shipping test (on the seeds it, the first entry and PPO all have).
+    first entry, the one the changed entry is weighed against (its ``baseline``, when not the first) and the changed
+    entry against PPO as section 6 computes it (on the seeds each shares with PPO), the issue's done tests for the
+    changed entry, and its rule's shipping test (on the seeds it, its baseline and PPO all have).
     A sealed measurement shows only how many of its runs exist until every game has seeds 0 to ``ATARI_MIN_SEEDS - 1``.
     """
     measurement = ATARI_MEASUREMENTS[key]
@@ -610,7 +624,8 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
         for by_entry in runs.values():
             by_entry["later"] = {}
     missing = {"later": WITHHELD if sealed else NOT_RUN}
-    entries = ("first", "later")
+    baseline = measurement.baseline
+    entries = tuple(dict.fromkeys(("first", baseline, "later")))  # in the aggregate: the first, the baseline, this one
     drawn = {
         "first": Entry("trpo_plus", "TRPOPlus, first entry", COLORS["trpo_plus"]),
         **{key: ATARI_MEASUREMENTS[key].entry for key in measurement.beside},
@@ -622,7 +637,7 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     sentence = {"first": "first", **{e: f"with {ATARI_MEASUREMENTS[e].name}" for e in measurement.beside}}
     sentence["later"] = f"with {name}"
     with_ppo = {e: {g: sorted(set(runs[g][e]) & set(runs[g]["ppo"])) for g in ATARI5} for e in plus}
-    shared = {g: sorted(set(with_ppo["first"][g]) & set(with_ppo["later"][g])) for g in ATARI5}
+    shared = {g: sorted(set(with_ppo[baseline][g]) & set(with_ppo["later"][g])) for g in ATARI5}
     in_table = {g: sorted(set.intersection(*(set(with_ppo[e][g]) for e in plus))) for g in ATARI5}
     labels = {game: game_label(game, by_entry, names) for game, by_entry in runs.items()}
     rows, places = [], {}
@@ -714,34 +729,40 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     # the done tests: the changed entry against PPO
     later_pair = {g: against_ppo(runs[g], "later", with_ppo["later"][g]) for g in ATARI5}
     done_tests = done_test_fields(places, headline["later"], headline["ppo"], *collapsed_runs(later_pair, n_seeds["later"]))
-    # the shipping test: both TRPOPlus entries on the seeds all three have
-    ship_pairs = {e: {g: against_ppo(runs[g], e, shared[g]) for g in ATARI5} for e in entries}
+    # the shipping test: the changed entry and its baseline on the seeds both have with PPO
+    ship_pairs = {e: {g: against_ppo(runs[g], e, shared[g]) for g in ATARI5} for e in (baseline, "later")}
     ship_iqm = {
-        e: 100 * float(metrics.aggregate_iqm(to_human(paired_scores(ship_pairs[e], "trpo_plus", n_shared)))) for e in entries
+        e: 100 * float(metrics.aggregate_iqm(to_human(paired_scores(pairs, "trpo_plus", n_shared))))
+        for e, pairs in ship_pairs.items()
     }
-    ship_collapsed = {e: len(collapsed_runs(ship_pairs[e], n_shared)[0]) for e in entries}
-    fewer = ship_collapsed["later"] < ship_collapsed["first"]
-    not_lower = ship_iqm["later"] >= ship_iqm["first"]
+    ship_collapsed = {e: len(collapsed_runs(pairs, n_shared)[0]) for e, pairs in ship_pairs.items()}
+    fewer = ship_collapsed["later"] < ship_collapsed[baseline]
+    not_lower = ship_iqm["later"] >= ship_iqm[baseline]
+    entry_name = {e: "the first entry" if e == "first" else f"the entry {sentence[e]}" for e in entries}
     parts.append(
         fill(
             "atari5_later.aggregate",
             name=name,
             Name=name[0].upper() + name[1:],
-            n_first=n_seeds["first"],
-            n_later=n_seeds["later"],
+            seed_counts="; ".join(
+                f"{n_seeds[e]} for {entry_name[e]}" + (", so its row is section 6's" if e == "first" else "")
+                for e in entries
+            ),
             rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in (*entries, "ppo"))),
             ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in (*entries, "ppo"))),
+            scale_of=" / ".join(sentence[e] for e in entries),
             gains=", ".join(
-                f"{g} +{score_text(scale[i])} ({on_scale['first'][i]:.1f}x / {on_scale['later'][i]:.1f}x)"
+                f"{g} +{score_text(scale[i])} ({' / '.join(f'{on_scale[e][i]:.1f}x' for e in entries)})"
                 for i, g in enumerate(ATARI5)
             ),
             improvement=Interval(float(np.ravel(points["pair"])[0]), float(low), float(high)),
             **done_tests,
             n_shared=n_shared,
-            first_collapsed=ship_collapsed["first"],
+            baseline=entry_name[baseline],
+            baseline_collapsed=ship_collapsed[baseline],
             later_collapsed=ship_collapsed["later"],
             fewer_verdict=VERDICT[fewer],
-            first_iqm=ship_iqm["first"],
+            baseline_iqm=ship_iqm[baseline],
             later_iqm=ship_iqm["later"],
             iqm_kept_verdict=VERDICT[not_lower],
             ships="ships: it becomes the `atari` entry" if fewer and not_lower else "does not ship: the `atari` entry stays",

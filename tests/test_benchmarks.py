@@ -1489,6 +1489,55 @@ def test_atari5_third_measurement(tmp_path, monkeypatch):
     assert "The radius schedule ships: it becomes the `atari` entry." in text
 
 
+def test_atari5_fourth_measurement_is_weighed_against_the_entry_now(tmp_path, monkeypatch):
+    # the floor on the radius schedule (atari_v4/) ships against the radius schedule, the `atari` entry now, not against
+    # the first entry: the first entry never collapses and scores low, the schedule collapses once (Phoenix seed 1) and
+    # scores high, so an entry between them passes against the first entry and must fail against the schedule
+    monkeypatch.setattr(report_stats, "BOOTSTRAP_REPS", 200)
+    random_scores = {game: 10.0 * (i + 1) for i, game in enumerate(report_atari.ATARI5)}
+    (tmp_path / "atari").mkdir()
+    (tmp_path / "atari" / "random.json").write_text(json.dumps({"games": {g: {"mean": v} for g, v in random_scores.items()}}))
+    fourth = report_atari.ATARI_MEASUREMENTS["schedule_floor"]
+    assert fourth.baseline == "schedule" and fourth.beside == ("floor", "schedule")
+
+    def write_fourth(gain, last=("Qbert", 2)):
+        for game, random_score in random_scores.items():
+            for seed in range(3):
+                if (game, seed) != last:
+                    write_atari_run(tmp_path / fourth.folder, game, "trpo_plus", seed, random_score + gain + seed)
+
+    for game, random_score in random_scores.items():
+        for seed in range(3):
+            write_atari_run(tmp_path, game, "ppo", seed, random_score + 100 + seed)
+            write_atari_run(tmp_path, game, "trpo_plus", seed, random_score + 150 + seed)
+            write_atari_run(tmp_path / "atari_v2", game, "trpo_plus", seed, random_score + 50 + seed)
+            collapsed = (game, seed) == ("Phoenix", 1)
+            write_atari_run(tmp_path / "atari_v3", game, "trpo_plus", seed, random_score + 300 + seed, 0.5 if collapsed else 1.0)
+    write_fourth(200)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
+    assert "### 6.3 Fourth measurement" in text and "--results-dir benchmarks/results/atari_v4" in text
+    assert "Withheld: 14 of the 15 Atari-5 runs of the entry with the floor on the radius schedule" in text
+    assert "| TRPOPlus + radius schedule + floor 0.3 | PPO |" in text and "211" not in text
+    assert "| 3 / 3 / 3 / 2 / 3 |" in text  # seeds: first / floor / schedule / this one / PPO
+
+    # all 15, no collapse, scoring between the first entry and the schedule: fewer collapses, a lower IQM
+    write_fourth(200, last=None)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
+    phoenix = "| Phoenix | 191 [190, 192] | 91.0 [90.0, 92.0] | 341 [340, 342] | 241 [240, 242] | 141 [140, 142] | ahead |"
+    assert f"{phoenix} 0 / 0 / 1 / 0 of 3 | 3 / 3 / 3 / 3 / 3 |" in text
+    aggregate = text.split("Over the five games")[1]
+    assert "| TRPOPlus, first entry |" in aggregate and "| TRPOPlus + radius schedule |" in aggregate
+    assert "| TRPOPlus + entropy floor 0.3 |" not in aggregate
+    assert "fewer collapsed runs than the entry with the radius schedule (0 against 1): **met**" in text
+    assert "at least the entry with the radius schedule's (" in text
+    assert "**missed**. The floor on the radius schedule does not ship: the `atari` entry stays." in text
+
+    # above the schedule everywhere: it ships
+    write_fourth(400, last=None)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
+    assert "The floor on the radius schedule ships: it becomes the `atari` entry." in text
+
+
 def test_atari5_later_section(tmp_path, monkeypatch):
     from scipy import stats
 
