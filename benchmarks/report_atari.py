@@ -536,8 +536,9 @@ class Measurement(NamedTuple):
     trpo_plus/``), its template block (heading, what changed, command; also its figures' stem), how the figures draw its
     runs, how sentences name it (``the entry with {name}``), how section 4 marks its Breakout runs, the earlier
     measurements its per-game table and figures show beside it, whether its rule reads none of its Atari-5 runs until
-    every game has ``ATARI_MIN_SEEDS`` of them (``sealed``: until then the page gives their number, nothing else), and
-    the entry its rule's shipping test weighs it against (``baseline``: ``"first"`` or the key of an earlier one).
+    every game has ``ATARI_MIN_SEEDS`` of them (``sealed``: until then the page gives their number, nothing else), the
+    entry its rule's shipping test weighs it against (``baseline``: ``"first"`` or the key of an earlier one), and the
+    seeds that test reads (``ship_seeds``: the first so many; ``None``: all the seeds it shares with its baseline and PPO).
     """
 
     folder: str
@@ -548,6 +549,7 @@ class Measurement(NamedTuple):
     beside: tuple[str, ...] = ()
     sealed: bool = False
     baseline: str = "first"
+    ship_seeds: int | None = None
 
 
 #: A sealed measurement's cells (scores, collapsed runs) in its per-game table until its rule reads its runs
@@ -580,8 +582,17 @@ ATARI_MEASUREMENTS = {
         beside=("floor", "schedule"),
         sealed=True,
         baseline="schedule",
+        ship_seeds=3,  # its rule: seeds 0-2
     ),
 }
+
+
+def is_sealed(results_dir: Path, measurement: Measurement) -> bool:
+    """Whether the measurement's rule still reads none of its runs: it is sealed and some Atari-5 game lacks one of
+    seeds 0 to ``ATARI_MIN_SEEDS - 1``."""
+    rule_seeds = set(range(ATARI_MIN_SEEDS))
+    folder = results_dir / measurement.folder
+    return measurement.sealed and not all(rule_seeds <= set(atari_runs(folder, g)["trpo_plus"]) for g in ATARI5)
 
 
 def later_runs(results_dir: Path, measurement: Measurement) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
@@ -618,8 +629,7 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     random_scores = (read_json(results_dir / "atari" / "random.json") or {}).get("games", {})
     runs = later_runs(results_dir, measurement)
     finished = {game: len(by_entry["later"]) for game, by_entry in runs.items()}
-    rule_seeds = set(range(ATARI_MIN_SEEDS))
-    sealed = measurement.sealed and not all(rule_seeds <= set(by_entry["later"]) for by_entry in runs.values())
+    sealed = is_sealed(results_dir, measurement)
     if sealed:  # nothing of its runs is read (scores, curves, diagnostics, collapses) until every game has its seeds
         for by_entry in runs.values():
             by_entry["later"] = {}
@@ -703,6 +713,8 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
         return paragraphs(*parts)
     n_seeds = {e: min(len(seeds) for seeds in with_ppo[e].values()) for e in entries}
     n_shared = min(len(seeds) for seeds in shared.values())
+    if measurement.ship_seeds is not None:
+        n_shared = min(n_shared, measurement.ship_seeds)
     if min(n_seeds["later"], n_shared) < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
         waiting = ", ".join(f"{game} {len(seeds)} of {ATARI_MIN_SEEDS}" for game, seeds in shared.items())
         return paragraphs(*parts, fill("atari5_later.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
@@ -750,7 +762,7 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             ),
             rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in (*entries, "ppo"))),
             ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in (*entries, "ppo"))),
-            scale_of=" / ".join(sentence[e] for e in entries),
+            scale_of=" / ".join(entry_name[e] for e in entries),
             gains=", ".join(
                 f"{g} +{score_text(scale[i])} ({' / '.join(f'{on_scale[e][i]:.1f}x' for e in entries)})"
                 for i, g in enumerate(ATARI5)

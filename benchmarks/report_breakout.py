@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import ALGO_LABELS, load_hyperparams
-from benchmarks.report_atari import ATARI_MEASUREMENTS
+from benchmarks.report_atari import ATARI_MEASUREMENTS, is_sealed
 from benchmarks.report_common import (
     OVERLAP,
     VERDICT,
@@ -62,7 +62,8 @@ def breakout_records(results_dir: Path) -> list[dict[str, Any]]:
     """
     Every recorded Breakout run, by algorithm and seed: ``atari/breakout/<algo>/seed<k>.json``, then the variants of
     an entry (``breakout_variants/NAME/breakout/<algo>/seed<k>.json``), marked with their name, then each later Atari-5
-    measurement's (``<folder>/atari/breakout/<algo>/seed<k>.json``), marked with its ``breakout_mark``.
+    measurement's (``<folder>/atari/breakout/<algo>/seed<k>.json``), marked with its ``breakout_mark``; none of a sealed
+    measurement's until its rule reads its runs (``is_sealed``).
     """
     paths = sorted((results_dir / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
     records = [json.loads(path.read_text()) for path in paths]
@@ -73,6 +74,7 @@ def breakout_records(results_dir: Path) -> list[dict[str, Any]]:
     later = [
         (path, measurement.breakout_mark)
         for measurement in ATARI_MEASUREMENTS.values()
+        if not is_sealed(results_dir, measurement)
         for path in sorted((results_dir / measurement.folder / "atari" / "breakout").glob("*/seed*.json"), key=_run_order)
     ]
     for path, variant in [*variants, *later]:

@@ -834,12 +834,22 @@ def test_breakout_comparison_of_the_entry_now_and_the_first(tmp_path, monkeypatc
 
 def test_breakout_records_mark_variants_and_the_later_measurements(tmp_path):
     # the entry's runs as they are; a variant's and each later Atari-5 measurement's marked, so that the comparison
-    # of today's entries leaves them out
-    folders = (("atari", 1.0), ("breakout_variants/wide/", 2.0), ("atari_v2/atari", 3.0), ("atari_v3/atari", 4.0))
+    # of today's entries leaves them out; a sealed measurement's (the third with all its Atari-5 runs, the fourth with
+    # none) not at all until its rule reads its runs
+    folders = (
+        ("atari", 1.0),
+        ("breakout_variants/wide/", 2.0),
+        ("atari_v2/atari", 3.0),
+        ("atari_v3/atari", 4.0),
+        ("atari_v4/atari", 5.0),
+    )
     for folder, score in folders:
         path = tmp_path / folder / "breakout" / "trpo_plus" / "seed0.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps({"algo_label": "TRPOPlus", "final": {"mean": score}}))
+    for game in report_atari.ATARI5:
+        for seed in range(report_atari.ATARI_MIN_SEEDS):
+            write_atari_run(tmp_path / "atari_v3", game, "trpo_plus", seed, 0.0)
     records = report_breakout.breakout_records(tmp_path)
     floor, schedule = (report_atari.ATARI_MEASUREMENTS[key].breakout_mark for key in ("floor", "schedule"))
     assert [(r["algo_label"], r.get("variant"), r["final"]["mean"]) for r in records] == [
@@ -1514,6 +1524,12 @@ def test_atari5_fourth_measurement_is_weighed_against_the_entry_now(tmp_path, mo
             collapsed = (game, seed) == ("Phoenix", 1)
             write_atari_run(tmp_path / "atari_v3", game, "trpo_plus", seed, random_score + 300 + seed, 0.5 if collapsed else 1.0)
     write_fourth(200)
+    # its Breakout runs, which its rule runs after the fifteen Atari-5 runs, are not read either while it is sealed
+    breakout = tmp_path / fourth.folder / "atari" / "breakout" / "trpo_plus" / "seed0.json"
+    breakout.parent.mkdir(parents=True)
+    breakout.write_text(json.dumps({"algo": "trpo_plus", "algo_label": "TRPOPlus", "seed": 0}))
+    assert report_atari.is_sealed(tmp_path, fourth) and not report_atari.is_sealed(tmp_path, report_atari.ATARI_MEASUREMENTS["schedule"])
+    assert not [r for r in report_breakout.breakout_records(tmp_path) if r.get("variant") == fourth.breakout_mark]
     text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
     assert "### 6.3 Fourth measurement" in text and "--results-dir benchmarks/results/atari_v4" in text
     assert "Withheld: 14 of the 15 Atari-5 runs of the entry with the floor on the radius schedule" in text
@@ -1522,9 +1538,18 @@ def test_atari5_fourth_measurement_is_weighed_against_the_entry_now(tmp_path, mo
 
     # all 15, no collapse, scoring between the first entry and the schedule: fewer collapses, a lower IQM
     write_fourth(200, last=None)
+    assert [r["seed"] for r in report_breakout.breakout_records(tmp_path) if r.get("variant") == fourth.breakout_mark] == [0]
     text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
     phoenix = "| Phoenix | 191 [190, 192] | 91.0 [90.0, 92.0] | 341 [340, 342] | 241 [240, 242] | 141 [140, 142] | ahead |"
     assert f"{phoenix} 0 / 0 / 1 / 0 of 3 | 3 / 3 / 3 / 3 / 3 |" in text
+    # seed 3 of PPO, the schedule and this entry on every game, this entry's collapsed on Qbert: the done tests read
+    # it, the shipping test reads seeds 0-2 only, as its rule says
+    for game, random_score in random_scores.items():
+        write_atari_run(tmp_path, game, "ppo", 3, random_score + 103)
+        write_atari_run(tmp_path / "atari_v3", game, "trpo_plus", 3, random_score + 303)
+        write_atari_run(tmp_path / fourth.folder, game, "trpo_plus", 3, random_score + 203, 0.5 if game == "Qbert" else 1.0)
+    text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
+    assert "runs below: 1 of 20 runs: Qbert seed 3" in text
     aggregate = text.split("Over the five games")[1]
     assert "| TRPOPlus, first entry |" in aggregate and "| TRPOPlus + radius schedule |" in aggregate
     assert "| TRPOPlus + entropy floor 0.3 |" not in aggregate
