@@ -35,6 +35,7 @@ from benchmarks.report_stats import (
     COLORS,
     finish_axes,
     interval_estimates,
+    legend_in_spare_panel,
     metrics_iqm,
     plot_curve_panels,
     plot_performance_profile,
@@ -239,6 +240,13 @@ class Entry(NamedTuple):
 ATARI_ENTRIES = {algo: Entry(algo, ALGO_LABELS[algo], COLORS[algo]) for algo in ATARI_ALGOS}
 
 
+def mean_of_runs(values: np.ndarray) -> np.ndarray:
+    """Per bin, the mean over the runs that logged it (the rows of ``values``); NaN where none did."""
+    logged = np.isfinite(values)
+    counts = logged.sum(axis=0)
+    return np.where(counts > 0, np.where(logged, values, 0.0).sum(axis=0) / np.maximum(counts, 1), np.nan)
+
+
 def plot_entropy_panels(
     runs: dict[str, dict[str, dict[int, dict[str, Any]]]], path: Path, entries: dict[str, Entry], title: str
 ) -> None:
@@ -258,26 +266,17 @@ def plot_entropy_panels(
                 continue
             for run in values:
                 ax.plot(ends, run, color=entry.color, alpha=0.35, linewidth=0.8)
-            ax.plot(ends, np.nanmean(values, axis=0), color=entry.color, label=f"{entry.label} entropy")
+            ax.plot(ends, mean_of_runs(values), color=entry.color, label=f"{entry.label} entropy")
             ends, accepted = binned_diagnostic(list(records.values()), ATARI_ACCEPTANCE_KEY)
             if len(accepted):
-                right.plot(ends, np.nanmean(accepted, axis=0), color=entry.color, linestyle="--", linewidth=1)
+                right.plot(ends, mean_of_runs(accepted), color=entry.color, linestyle="--", linewidth=1)
                 # the legend is the left axis's: an empty line of the same style names the right one's
                 ax.plot([], [], color=entry.color, linestyle="--", linewidth=1, label=f"{entry.label} accepted")
         right.set_ylim(0, 1.05)
         right.set_ylabel("line search accepted", fontsize=8)
         ax.set_ylim(bottom=0)
         finish_axes(ax, game, 7, ylabel="entropy (nats)")
-    # one legend for the figure, in the first spare panel (a panel's own would hide its curves)
-    legend = {}
-    for ax in list(axes.flat)[: len(runs)]:
-        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
-        if ax.get_legend():
-            ax.get_legend().remove()
-    spare = list(axes.flat)[len(runs) :]
-    for ax in spare:
-        ax.axis("off")
-    spare[0].legend(legend.values(), legend.keys(), loc="center", fontsize=8, frameon=False)  # 5 games, 6 panels
+    legend_in_spare_panel(axes, len(runs))  # 5 games, 6 panels
     fig.suptitle(title, fontsize=10)
     save_figure(fig, path)
 
@@ -757,8 +756,7 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
             name=name,
             Name=name[0].upper() + name[1:],
             seed_counts="; ".join(
-                f"{n_seeds[e]} for {entry_name[e]}" + (", so its row is section 6's" if e == "first" else "")
-                for e in entries
+                f"{n_seeds[e]} for {entry_name[e]}" + (", so its row is section 6's" if e == "first" else "") for e in entries
             ),
             rows=fill_each("atari5.aggregate.row", ({"label": names[e], **headline[e]} for e in (*entries, "ppo"))),
             ppo_rows=fill_each("minatar.aggregate.row", ({"label": names[e], **by_ppo[e]} for e in (*entries, "ppo"))),

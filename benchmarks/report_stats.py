@@ -122,6 +122,24 @@ def plot_mean_curves(
             ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
 
 
+def legend_in_spare_panel(axes: Any, used: int) -> None:
+    """
+    One legend for a grid of panels, in the first panel left spare (a panel's own legend would hide its curves); the
+    spare panels are blanked. Without a spare panel each panel keeps its own legend.
+    """
+    panels = list(axes.flat)
+    if used >= len(panels):
+        return
+    legend = {}
+    for ax in panels[:used]:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+        if ax.get_legend():
+            ax.get_legend().remove()
+    for ax in panels[used:]:
+        ax.axis("off")
+    panels[used].legend(legend.values(), legend.keys(), loc="center", fontsize=8, frameon=False)
+
+
 def plot_curve_panels(
     panels: dict[str, dict[str, list[dict[str, Any]]]], path: Path, title: str, colors: dict[str, str] | None = None
 ) -> None:
@@ -133,8 +151,7 @@ def plot_curve_panels(
         finish_axes(ax, panel, 7, ylabel="return")
         if not ax.lines:
             ax.text(0.5, 0.5, "no finished run yet", ha="center", va="center", transform=ax.transAxes, fontsize=8)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
+    legend_in_spare_panel(axes, len(panels))
     fig.suptitle(title, fontsize=10)
     save_figure(fig, path)
 

@@ -6,6 +6,7 @@ still work, not what they measure. Marker ``benchmarks`` (deselect with ``-m "no
 import json
 import math
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -1426,6 +1427,16 @@ def test_late_acceptance_leaves_out_the_update_a_schedule_closed(tmp_path):
     assert report_atari.collapse_reasons(float("nan"), 1.0, 0.5) == ["accepted n/a"]
 
 
+def test_entropy_panels_average_the_runs_that_logged_a_bin():
+    # a bin no run logged stays a gap (NaN), without numpy's "Mean of empty slice" warning; the others average only
+    # the runs that logged them
+    values = np.array([[1.0, np.nan, np.nan], [3.0, 2.0, np.nan]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        means = report_atari.mean_of_runs(values)
+    np.testing.assert_array_equal(means, [2.0, 2.0, np.nan])
+
+
 def test_atari5_third_measurement(tmp_path, monkeypatch):
     # the radius schedule's runs under atari_v3/, read beside the first entry's and the floor's: its heading and
     # command, its own figures, every entry's IQM per game, and the aggregate once every game has 3 seeds; its rule
@@ -1522,13 +1533,17 @@ def test_atari5_fourth_measurement_is_weighed_against_the_entry_now(tmp_path, mo
             write_atari_run(tmp_path, game, "trpo_plus", seed, random_score + 150 + seed)
             write_atari_run(tmp_path / "atari_v2", game, "trpo_plus", seed, random_score + 50 + seed)
             collapsed = (game, seed) == ("Phoenix", 1)
-            write_atari_run(tmp_path / "atari_v3", game, "trpo_plus", seed, random_score + 300 + seed, 0.5 if collapsed else 1.0)
+            write_atari_run(
+                tmp_path / "atari_v3", game, "trpo_plus", seed, random_score + 300 + seed, 0.5 if collapsed else 1.0
+            )
     write_fourth(200)
     # its Breakout runs, which its rule runs after the fifteen Atari-5 runs, are not read either while it is sealed
     breakout = tmp_path / fourth.folder / "atari" / "breakout" / "trpo_plus" / "seed0.json"
     breakout.parent.mkdir(parents=True)
     breakout.write_text(json.dumps({"algo": "trpo_plus", "algo_label": "TRPOPlus", "seed": 0}))
-    assert report_atari.is_sealed(tmp_path, fourth) and not report_atari.is_sealed(tmp_path, report_atari.ATARI_MEASUREMENTS["schedule"])
+    assert report_atari.is_sealed(tmp_path, fourth) and not report_atari.is_sealed(
+        tmp_path, report_atari.ATARI_MEASUREMENTS["schedule"]
+    )
     assert not [r for r in report_breakout.breakout_records(tmp_path) if r.get("variant") == fourth.breakout_mark]
     text = report_atari.later_section(tmp_path, tmp_path / "images", tmp_path, "schedule_floor")
     assert "### 6.3 Fourth measurement" in text and "--results-dir benchmarks/results/atari_v4" in text
