@@ -824,13 +824,23 @@ def test_breakout_comparison_of_the_entry_now_and_the_first(tmp_path, monkeypatc
     first = [run("trpo_plus", seed, 30.0 + seed, target_kl=0.08) for seed in range(3)]
     now = [run("trpo_plus", seed, 50.0 + seed, schedule, callback=[]) for seed in range(3)]
     floor = [run("trpo_plus", seed, 70.0 + seed, "entropy floor 0.3", entropy_floor=0.3) for seed in range(3)]
-    records = ppo + first + now + floor
+    schedule_floor = report_atari.ATARI_MEASUREMENTS["schedule_floor"].breakout_mark
+    both = [run("trpo_plus", seed, 90.0 + seed, schedule_floor, callback=[], entropy_floor=0.3) for seed in range(2)]
+    records = ppo + first + now + floor + both
     today = report_breakout.breakout_comparison(records, tmp_path, tmp_path)
     assert "| TRPOPlus | 3 | 0: 50.0, 1: 51.0, 2: 52.0 |" in today and "30.0" not in today and "70.0" not in today
     earlier = report_breakout.breakout_comparison(records, tmp_path, tmp_path, "first")
     assert earlier.startswith("### The first `atari` entry")
     assert "| TRPOPlus | 3 | 0: 30.0, 1: 31.0, 2: 32.0 |" in earlier and "| PPO | 3 | 0: 10.0, 1: 11.0, 2: 12.0 |" in earlier
     assert (tmp_path / "breakout_first_entry_curves.png").is_file()
+    # the fourth measurement's candidate (the entry with the floor, not shipped): its own table, its runs against PPO's
+    # of the same seeds, and in neither of the others
+    candidate = report_breakout.breakout_comparison(records, tmp_path, tmp_path, "floor")
+    assert candidate.startswith("### The entry with an entropy floor (fourth measurement)")
+    assert "| TRPOPlus | 2 | 0: 90.0, 1: 91.0 |" in candidate and "| PPO | 2 | 0: 10.0, 1: 11.0 |" in candidate
+    assert "Not judged yet: 2 seed(s)" in candidate and "(not in the table above): PPO seed 2 (12.0)." in candidate
+    assert "50.0" not in candidate and "70.0" not in candidate and "90.0" not in today + earlier
+    assert (tmp_path / "breakout_floor_curves.png").is_file()
 
 
 def test_breakout_records_mark_variants_and_the_later_measurements(tmp_path):
