@@ -39,9 +39,11 @@ from benchmarks.report_stats import (
     metrics_iqm,
     plot_curve_panels,
     plot_performance_profile,
+    probability_of_improvement,
     pyplot,
     save_figure,
     seeded_interval_estimates,
+    trimmed_mean,
 )
 
 #: Atari-5 (Aitchison, Sweetser and Hutter, ICML 2023): per game, its weight in the estimate of the 57-game median
@@ -296,11 +298,10 @@ def human_aggregates(scores: np.ndarray) -> np.ndarray:
     the median of the per-game means, and the Atari-5 estimate from the per-game IQMs.
     """
     from rliable import metrics
-    from scipy import stats
 
-    per_game = stats.trim_mean(scores, proportiontocut=0.25, axis=0)
+    per_game = trimmed_mean(scores, axis=0)
     estimate = atari5_median_estimate(dict(zip(ATARI5, per_game)))
-    return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_median(scores), estimate])
+    return np.array([trimmed_mean(scores), metrics.aggregate_median(scores), estimate])
 
 
 def to_human(raw: np.ndarray) -> np.ndarray:
@@ -489,11 +490,8 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     offset, scale = ppo_scale(random_scores, {g: iqms[g][reference] for g in ATARI5})
     by_ppo = interval_estimates({algo: (raw[algo] - offset) / scale for algo in ATARI_ALGOS})
     plus_iqms = [(iqms[g][plus_algo] - offset[i]) / scale[i] for i, g in enumerate(ATARI5)]
-    from rliable import metrics
 
-    points, intervals = seeded_interval_estimates(
-        {"pair": (raw[plus_algo], raw[reference])}, metrics.probability_of_improvement
-    )
+    points, intervals = seeded_interval_estimates({"pair": (raw[plus_algo], raw[reference])}, probability_of_improvement)
     low, high = np.ravel(intervals["pair"])
     improvement = Interval(float(np.ravel(points["pair"])[0]), float(low), float(high))
     parts.append(
@@ -733,7 +731,7 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     from rliable import metrics
 
     points, intervals = seeded_interval_estimates(
-        {"pair": (raw["later"]["trpo_plus"], raw["later"]["ppo"])}, metrics.probability_of_improvement
+        {"pair": (raw["later"]["trpo_plus"], raw["later"]["ppo"])}, probability_of_improvement
     )
     low, high = np.ravel(intervals["pair"])
     on_scale = {e: [metrics_iqm(column) for column in ((raw[e]["trpo_plus"] - offset) / scale).T] for e in entries}

@@ -30,7 +30,7 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Int
     from rliable import metrics
 
     def aggregates(x: np.ndarray) -> np.ndarray:
-        return np.array([metrics.aggregate_mean(x), metrics.aggregate_iqm(x)])
+        return np.array([metrics.aggregate_mean(x), trimmed_mean(x)])
 
     # one row per run, one column per task (a single task: a column of seeds)
     score_dict = {algo: values.reshape(len(values), -1) for algo, values in scores.items()}
@@ -42,6 +42,40 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Int
         }
         for algo in scores
     }
+
+
+def trimmed_mean(scores: np.ndarray, axis: int | None = None) -> Any:
+    """
+    ``scipy.stats.trim_mean(scores, 0.25, axis)``, rliable's IQM (``aggregate_iqm``) with ``axis=None``, computed as
+    SciPy computes it (the same partition, so the same floating-point result; NaN in a slice gives NaN) without its
+    argument-handling wrapper, which takes about 90% of a bootstrap's time when called on every resample.
+    """
+    a = np.asarray(scores)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    n = a.shape[axis]
+    if n == 0:
+        return np.nan
+    low = int(0.25 * n)
+    middle = np.take(np.partition(a, (low, n - low - 1), axis), np.arange(low, n - low), axis)
+    return np.where(np.isnan(a).any(axis), np.nan, middle.mean(axis))[()]
+
+
+def probability_of_improvement(scores_x: np.ndarray, scores_y: np.ndarray) -> float:
+    """
+    rliable's ``probability_of_improvement`` of two ``(runs, tasks)`` matrices, P(X > Y) averaged over tasks, with the
+    Mann-Whitney U counted directly (pairs where X is above, ties counted half) rather than by ``scipy.stats.mannwhitneyu``,
+    whose wrapper takes most of a bootstrap's time: U is a multiple of 0.5, exact in floating point, so the result is
+    rliable's to the bit.
+    """
+    per_task = []
+    for x, y in zip(scores_x.T, scores_y.T):
+        if np.array_equal(x, y):
+            per_task.append(0.5)
+            continue
+        above, tied = (x[:, None] > y[None, :]).sum(), (x[:, None] == y[None, :]).sum()
+        per_task.append((above + 0.5 * tied) / (len(x) * len(y)))
+    return float(np.mean(per_task))
 
 
 def seeded_interval_estimates(score_dict: dict[str, Any], function: Callable[..., Any]) -> tuple[dict, dict]:

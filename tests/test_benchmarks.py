@@ -320,6 +320,47 @@ def test_report_intervals_are_seeded():
     assert np.random.rand() == after_first
 
 
+def test_trimmed_mean_is_scipys_and_rliables_iqm_to_the_bit():
+    """The bootstrap's IQM gives what ``scipy.stats.trim_mean(x, 0.25)`` (rliable's ``aggregate_iqm``) gives, bit for bit."""
+    pytest.importorskip("rliable")
+    import numpy as np
+    from rliable import metrics
+    from scipy import stats
+
+    # exact small cases (SciPy's own examples): the middle half's mean
+    assert report_stats.trimmed_mean(np.array([4.0, 1.0, 3.0, 2.0])) == 2.5
+    x2 = np.array([[1.0, 2, 3, 5], [10, 20, 30, 50]])
+    np.testing.assert_array_equal(report_stats.trimmed_mean(x2.T, axis=0), [2.5, 25.0])
+    rng = np.random.default_rng(0)
+    for shape in [(1, 1), (3, 1), (5, 1), (7,), (3, 5), (5, 5), (10, 3), (50, 1)]:
+        for values in (rng.normal(size=shape) * 1e3, rng.integers(0, 4, size=shape).astype(float)):  # ties too
+            assert report_stats.trimmed_mean(values) == metrics.aggregate_iqm(values)
+            if values.ndim == 2:
+                np.testing.assert_array_equal(report_stats.trimmed_mean(values, axis=0), stats.trim_mean(values, 0.25, axis=0))
+    # NaN propagates, per slice
+    with_nan = np.array([[1.0, 2.0], [np.nan, 3.0], [4.0, 5.0]])
+    assert np.isnan(report_stats.trimmed_mean(with_nan))
+    per_column = report_stats.trimmed_mean(with_nan, axis=0)
+    assert np.isnan(per_column[0]) and per_column[1] == stats.trim_mean(with_nan[:, 1], 0.25)
+
+
+def test_probability_of_improvement_is_rliables_to_the_bit():
+    """P(X > Y) averaged over tasks, counted pair by pair, gives what rliable's (SciPy's Mann-Whitney U) gives."""
+    pytest.importorskip("rliable")
+    import numpy as np
+    from rliable import metrics
+
+    # an exact case: task 0, X above Y in 3 of 4 pairs; task 1, one tie of 4 pairs and nothing above: (0.75 + 0.125) / 2
+    x, y = np.array([[2.0, 1.0], [4.0, 0.0]]), np.array([[3.0, 1.0], [1.0, 5.0]])
+    assert report_stats.probability_of_improvement(x, y) == 0.4375 == metrics.probability_of_improvement(x, y)
+    assert report_stats.probability_of_improvement(x, x) == 0.5  # the same runs: neither is better
+    rng = np.random.default_rng(1)
+    for runs_x, runs_y, tasks in [(3, 3, 5), (5, 3, 1), (10, 10, 3), (2, 7, 4)]:
+        for draw in (rng.normal, lambda size: rng.integers(0, 3, size=size).astype(float)):  # ties too
+            x, y = draw(size=(runs_x, tasks)), draw(size=(runs_y, tasks))
+            assert report_stats.probability_of_improvement(x, y) == metrics.probability_of_improvement(x, y)
+
+
 def test_rollout_ceiling_ratio():
     """The ceiling is the faster of the rollout-only pass and TRPOPlus's own rollouts inside its training run."""
     env = {"algos": {"trpo_plus": {"steps_per_s": 100.0, "rollout_s": 40.0, "train_s": 60.0}}}
