@@ -321,7 +321,8 @@ def test_report_intervals_are_seeded():
 
 
 def test_trimmed_mean_is_scipys_and_rliables_iqm_to_the_bit():
-    """The bootstrap's IQM gives what ``scipy.stats.trim_mean(x, 0.25)`` (rliable's ``aggregate_iqm``) gives, bit for bit."""
+    """The bootstrap's IQM gives what rliable's ``aggregate_iqm`` (``scipy.stats.trim_mean(x, 0.25, axis=None)``) and
+    ``trim_mean(x, 0.25, axis=0)`` give on C-ordered matrices, bit for bit."""
     pytest.importorskip("rliable")
     import numpy as np
     from rliable import metrics
@@ -332,7 +333,7 @@ def test_trimmed_mean_is_scipys_and_rliables_iqm_to_the_bit():
     x2 = np.array([[1.0, 2, 3, 5], [10, 20, 30, 50]])
     np.testing.assert_array_equal(report_stats.trimmed_mean(x2.T, axis=0), [2.5, 25.0])
     rng = np.random.default_rng(0)
-    for shape in [(1, 1), (3, 1), (5, 1), (7,), (3, 5), (5, 5), (10, 3), (50, 1)]:
+    for shape in [(1, 1), (3, 1), (5, 1), (7,), (3, 5), (5, 5), (10, 3), (20, 5), (30, 3), (50, 1)]:
         for values in (rng.normal(size=shape) * 1e3, rng.integers(0, 4, size=shape).astype(float)):  # ties too
             assert report_stats.trimmed_mean(values) == metrics.aggregate_iqm(values)
             if values.ndim == 2:
@@ -359,6 +360,13 @@ def test_probability_of_improvement_is_rliables_to_the_bit():
         for draw in (rng.normal, lambda size: rng.integers(0, 3, size=size).astype(float)):  # ties too
             x, y = draw(size=(runs_x, tasks)), draw(size=(runs_y, tasks))
             assert report_stats.probability_of_improvement(x, y) == metrics.probability_of_improvement(x, y)
+    # a NaN score (a failed run) is not hidden: NaN, as rliable gives
+    with_nan = np.array([[1.0], [np.nan], [3.0]])
+    assert np.isnan(report_stats.probability_of_improvement(with_nan, np.array([[2.0], [0.0]])))
+    assert np.isnan(metrics.probability_of_improvement(with_nan, np.array([[2.0], [0.0]])))
+    assert np.isnan(report_stats.probability_of_improvement(with_nan, with_nan))
+    with pytest.raises(ValueError):  # not the same tasks
+        report_stats.probability_of_improvement(np.ones((3, 2)), np.ones((3, 1)))
 
 
 def test_rollout_ceiling_ratio():
