@@ -327,10 +327,13 @@ def human_headline(raw: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], d
     return human, headline
 
 
-def ppo_scale(random_scores: dict[str, Any], ppo_iqms: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Per game (``ATARI5``'s order): the offset and scale that map the random policy to 0 and PPO's IQM to 1."""
+def ppo_scale(random_scores: dict[str, Any], ppo_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Per game (``ATARI5``'s order): the offset and scale that map the random policy to 0 and PPO's IQM to 1, the IQM
+    of ``ppo_scores`` (``(seeds, games)``: the runs an aggregate on this scale reads, so that PPO's is 1 there).
+    """
     offset = np.array([random_scores[g]["mean"] for g in ATARI5])
-    return offset, np.array([ppo_iqms[g] for g in ATARI5]) - offset
+    return offset, trimmed_mean(ppo_scores, axis=0) - offset
 
 
 def collapse_reasons(accepted: float | None, entropy: float | None, floor: float) -> list[str]:
@@ -486,10 +489,10 @@ def atari5_section(results_dir: Path, images_dir: Path, docs_dir: Path) -> str:
     profile = images_dir / "atari5_profile.png"
     tau_max = max(0.5, float(np.ceil(10 * np.percentile(np.concatenate([v.ravel() for v in human.values()]), 95)) / 10))
     plot_performance_profile(human, profile, "Atari-5: performance profile (all runs of the five games)", "human", tau_max)
-    # beside it: random = 0 (the measured random policy) and PPO's IQM on the game = 1
-    offset, scale = ppo_scale(random_scores, {g: iqms[g][reference] for g in ATARI5})
+    # beside it: random = 0 (the measured random policy) and PPO's IQM on the game, over the same runs, = 1
+    offset, scale = ppo_scale(random_scores, raw[reference])
     by_ppo = interval_estimates({algo: (raw[algo] - offset) / scale for algo in ATARI_ALGOS})
-    plus_iqms = [(iqms[g][plus_algo] - offset[i]) / scale[i] for i, g in enumerate(ATARI5)]
+    plus_iqms = trimmed_mean((raw[plus_algo] - offset) / scale, axis=0)
 
     points, intervals = seeded_interval_estimates({"pair": (raw[plus_algo], raw[reference])}, probability_of_improvement)
     low, high = np.ravel(intervals["pair"])
@@ -715,14 +718,14 @@ def later_section(results_dir: Path, images_dir: Path, docs_dir: Path, key: str)
     if min(n_seeds["later"], n_shared) < ATARI_MIN_SEEDS or any(game not in random_scores for game in ATARI5):
         waiting = ", ".join(f"{game} {len(seeds)} of {ATARI_MIN_SEEDS}" for game, seeds in shared.items())
         return paragraphs(*parts, fill("atari5_later.not_yet", min_seeds=ATARI_MIN_SEEDS, waiting=waiting))
-    # each TRPOPlus entry against PPO as section 6 computes it, PPO's IQM over all its seeds scaling the games
-    offset, scale = ppo_scale(
-        random_scores, {g: metrics_iqm([r["final"]["mean"] for r in runs[g]["ppo"].values()]) for g in ATARI5}
-    )
+    # each TRPOPlus entry against PPO as section 6 computes it, on section 6's scale (PPO's IQM over the PPO runs of
+    # the first entry's aggregate)
     headline, by_ppo, raw = {}, {}, {}
     for entry in entries:
         pair = {g: against_ppo(runs[g], entry, with_ppo[entry][g]) for g in ATARI5}
         raw[entry] = {algo: paired_scores(pair, algo, n_seeds[entry]) for algo in ATARI_ALGOS}
+    offset, scale = ppo_scale(random_scores, raw["first"]["ppo"])
+    for entry in entries:
         _, pair_headline = human_headline(raw[entry])
         pair_by_ppo = interval_estimates({algo: (raw[entry][algo] - offset) / scale for algo in ATARI_ALGOS})
         headline[entry], by_ppo[entry] = pair_headline["trpo_plus"], pair_by_ppo["trpo_plus"]

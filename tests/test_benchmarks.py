@@ -1096,6 +1096,15 @@ def test_atari5_section(tmp_path, monkeypatch):
     assert "| BattleZone | PPO | 3 | 1.75 | n/a | n/a | n/a | n/a | n/a | 0.00 |" in text
     for image in ("atari5_profile.png", "atari5_curves.png", "atari5_entropy.png"):
         assert (tmp_path / "images" / image).is_file()
+    # PPO's seeds 3 and 4 on BattleZone (TRPOPlus has no pair for them) move its per-game IQM, not the aggregates'
+    # runs, nor the scale that maps PPO's IQM over those runs to 1
+    for seed in (3, 4):
+        write("BattleZone", "ppo", seed, random_scores["BattleZone"] + 500)
+    text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
+    assert "| BattleZone | 10.0 | 210 [210, 210] | 243 [110, 510] | 209 / 242 | ahead | 3 / 5 |" in text
+    assert "| PPO | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] |" in text and "BattleZone +100 (2.0x)" in text
+    for seed in (3, 4):
+        (tmp_path / "atari" / "battlezone" / "ppo" / f"seed{seed}.json").unlink()
     # with a game short of seeds, no aggregate
     (tmp_path / "atari" / "qbert" / "ppo" / "seed2.json").unlink()
     text = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
@@ -1679,6 +1688,8 @@ def test_atari5_later_section(tmp_path, monkeypatch):
     first = report_atari.atari5_section(tmp_path, tmp_path / "images", tmp_path)
     first_row = next(line for line in first.splitlines() if line.startswith("| TRPOPlus | ") and line.count("[") == 3)
     assert first_row.replace("| TRPOPlus |", "| TRPOPlus, first entry |") in text
+    # on section 6's scale: PPO's IQM over the runs of that aggregate (seeds 0-2: 101 over random), not over its seed 3
+    assert "BattleZone +101 (2.0x / " in text
 
     def human_iqm(gain):
         human = [100 * report_atari.human_normalized(g, r + gain(g) + s) for g, r in random_scores.items() for s in range(3)]
